@@ -1,0 +1,1 @@
+# conf/conf.mk: owned by its folder's work; appends to the variables of Makefile.am

@@ -1,0 +1,1 @@
+# fibril/async.mk: owned by its folder's work; appends to the variables of Makefile.am

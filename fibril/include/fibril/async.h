@@ -1,0 +1,203 @@
+/*
+ * libfibril: asynchronous system calls (the contract of the 2007 fibril
+ * thread, seeds 002/005) on io_uring, with a thread-pool fallback.
+ *
+ * Threading: an engine belongs to the thread that created it; that
+ * thread's async_submit()/wait_for_async()/async_cancel() use it. Call
+ * nothing here from another thread.
+ *
+ * Credentials: the ring and its kernel workers, and the pool threads,
+ * act with the credentials of the thread that created the engine, as
+ * they were at creation. Drop privileges (setgroups/setgid/setuid,
+ * chroot) before async_engine_create(); see async_engine_create().
+ */
+#ifndef FIBRIL_ASYNC_H
+#define FIBRIL_ASYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef FIBRIL_API
+#define FIBRIL_API __attribute__((visibility("default")))
+#endif
+
+/**
+ * The library's own, architecture-independent call numbers. Arguments
+ * are passed as unsigned long args[] in the order shown; "(live)" marks
+ * a pointer that must stay valid until the call completes (or its
+ * cancellation completes). async_call_info() returns the same table.
+ */
+enum async_call {
+	ASYNC_NOP = 0,       /* -                                         */
+	ASYNC_OPENAT2,       /* dirfd, path(live), struct open_how*(live), size */
+	ASYNC_STATX,         /* dirfd, path(live), flags, mask, struct statx*(live) */
+	ASYNC_CLOSE,         /* fd                                        */
+	ASYNC_READ,          /* fd, buf(live), count                      */
+	ASYNC_PREAD,         /* fd, buf(live), count, offset              */
+	ASYNC_WRITE,         /* fd, buf(live), count                      */
+	ASYNC_PWRITE,        /* fd, buf(live), count, offset              */
+	ASYNC_GETDENTS64,    /* fd, buf(live), count                      */
+	ASYNC_READLINKAT,    /* dirfd, path(live), buf(live), bufsiz      */
+	ASYNC_FSYNC,         /* fd, datasync (0 or 1)                     */
+	ASYNC_FADVISE,       /* fd, offset, len, advice                   */
+	ASYNC_CALL_MAX
+};
+
+/** One row of the call table. */
+struct async_call_info {
+	const char *name;
+	unsigned nargs;
+	unsigned live_ptrs;  /**< bit i set: args[i] must stay valid until completion */
+};
+
+/** The table row for @call, or NULL for an unknown call. */
+FIBRIL_API const struct async_call_info *async_call_info(long call);
+
+/** Flags for async_submit(). */
+#define ASYNC_F_SYNC    0x1UL  /**< run it synchronously now (returns 0) */
+
+/** Cookies are always >= ASYNC_COOKIE_BASE, a value no call returns, so
+ *  "*result still equals the cookie" means "still pending". */
+#define ASYNC_COOKIE_BASE (1L << 62)
+
+/**
+ * Submits @call with @args.
+ * Returns < 0: -errno, nothing was submitted (-ENOSYS unknown call,
+ *   -ENXIO no engine on this thread, -EINVAL bad flags).
+ * Returns 0: completed synchronously; *result holds its return value
+ *   (>= 0 or -errno). The cached fast path: an openat2 that the kernel
+ *   resolves from the dcache (RESOLVE_CACHED) never leaves this call.
+ * Returns > 0: pending; the value is a cookie, also stored in *result
+ *   until completion overwrites *result with the call's return value.
+ * When the number in flight reaches the engine's parallelism limit, the
+ * call runs synchronously and 0 is returned (seed 002).
+ * Completion is attributed to the submitter: the running fibril, or the
+ * thread when called outside a fibril.
+ */
+FIBRIL_API long async_submit(unsigned long flags, long *result, long call,
+                             const unsigned long *args);
+
+/**
+ * Like async_submit(), and when it returns > 0, cb(arg, res) runs once
+ * from async_engine_process() after *result was written. It never runs
+ * from inside this call and never after a return <= 0. For event loops
+ * that are not fibrils (embedders).
+ */
+FIBRIL_API long async_submit_cb(unsigned long flags, long *result, long call,
+                                const unsigned long *args,
+                                void (*cb)(void *arg, long res), void *arg);
+
+/**
+ * "waitpid() for system calls". @cookie > 0: wait for that call and
+ * return its result. @cookie == 0: wait for everything the caller (this
+ * fibril, or this thread outside fibrils) has outstanding; returns 0.
+ * In a fibril it parks only that fibril; outside one it drives the
+ * engine (and the fibril scheduler) until done. -ENOENT for a cookie
+ * that is unknown or already reaped by another wait.
+ */
+FIBRIL_API long wait_for_async(long cookie);
+
+/**
+ * Requests cancellation. The call then completes with its own result or
+ * -ECANCELED; either way its live pointers must stay valid until
+ * *result no longer holds the cookie. Returns 0, or -ENOENT if the
+ * cookie is unknown or already complete.
+ */
+FIBRIL_API int async_cancel(long cookie);
+
+/** Number of the caller's (fibril's, or thread's) calls in flight. */
+FIBRIL_API unsigned async_outstanding(void);
+
+/* ---- engine: one per thread, and the common wait point ---- */
+
+typedef struct async_engine async_engine_t;
+
+struct async_engine_opts {
+	const char *backend;      /**< "auto" (default), "uring", "threads";
+	                               env FIBRIL_BACKEND overrides "auto" */
+	unsigned max_inflight;    /**< parallelism limit (default 1024) */
+	unsigned ring_entries;    /**< SQ size (default 256) */
+	unsigned iowq_bounded;    /**< io-wq bounded workers (default 64; 0 = kernel default) */
+	unsigned iowq_unbounded;  /**< io-wq unbounded workers (default 0 = kernel default) */
+	unsigned pool_threads;    /**< thread-pool size (default 16) */
+	/** Receives one line at start naming the backend, and warnings.
+	 *  level is syslog-style (LOG_INFO...). NULL: stderr. */
+	void (*log)(int level, const char *msg, void *log_arg);
+	void *log_arg;
+};
+
+/**
+ * Creates the calling thread's engine (at most one per thread) and
+ * makes it current. The backend is chosen by opts->backend, then the
+ * FIBRIL_BACKEND environment variable, then io_uring if io_uring_setup
+ * works, else threads (EPERM, ENOSYS, EINVAL fall back). Logs the
+ * backend in use once. Credentials are captured now (see top).
+ */
+FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
+                                   async_engine_t **out);
+
+/** Destroys the engine: cancels and waits out everything in flight
+ *  (so no buffer is written after return). Calling thread only. */
+FIBRIL_API void async_engine_destroy(async_engine_t *e);
+
+/** The calling thread's engine, or NULL. */
+FIBRIL_API async_engine_t *async_engine_current(void);
+
+/** "uring" or "threads". */
+FIBRIL_API const char *async_engine_backend(const async_engine_t *e);
+
+/** The one fd to watch for readability: completions are ready. */
+FIBRIL_API int async_engine_fd(const async_engine_t *e);
+
+/**
+ * Reaps up to @budget completions (0: no limit), writes results, runs
+ * callbacks and wakes fibrils (it does not run them: call
+ * fibril_sched_run() afterwards). Returns the number reaped or -errno.
+ */
+FIBRIL_API int async_engine_process(async_engine_t *e, unsigned budget);
+
+/** Milliseconds the host loop may sleep before calling process again
+ *  even if the fd stays quiet (-1: no limit). */
+FIBRIL_API int async_engine_timeout_ms(const async_engine_t *e);
+
+/** Calls in flight on the engine. */
+FIBRIL_API unsigned async_engine_inflight(const async_engine_t *e);
+
+/* ---- blocking-style calls for fibril code ----
+ * Each submits, and parks the running fibril only when the call is
+ * pending; outside a fibril it drives the engine. Returns the call's
+ * result (>= 0 or -errno). Without an engine on the thread they run
+ * the plain system call. */
+struct open_how;
+struct statx;
+FIBRIL_API long fibril_openat2(int dirfd, const char *path,
+                               const struct open_how *how);
+FIBRIL_API long fibril_statx(int dirfd, const char *path, int flags,
+                             unsigned mask, struct statx *buf);
+FIBRIL_API long fibril_close(int fd);
+FIBRIL_API long fibril_read(int fd, void *buf, size_t count);
+FIBRIL_API long fibril_pread(int fd, void *buf, size_t count, int64_t offset);
+FIBRIL_API long fibril_write(int fd, const void *buf, size_t count);
+FIBRIL_API long fibril_pwrite(int fd, const void *buf, size_t count,
+                              int64_t offset);
+FIBRIL_API long fibril_getdents64(int fd, void *buf, size_t count);
+FIBRIL_API long fibril_readlinkat(int dirfd, const char *path, char *buf,
+                                  size_t bufsiz);
+FIBRIL_API long fibril_fsync(int fd, int datasync);
+FIBRIL_API long fibril_fadvise(int fd, int64_t offset, int64_t len, int advice);
+
+/** Seed 002's async_stat: submits a statx of @path relative to @dirfd
+ *  (AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS) and returns at once with
+ *  async_submit()'s value; the result lands in *result. Collect with
+ *  wait_for_async(0). */
+FIBRIL_API long async_stat(int dirfd, const char *path, struct statx *buf,
+                           long *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1 @@
+# t/slowfs/slowfs.mk: owned by its folder's work; appends to the variables of Makefile.am
