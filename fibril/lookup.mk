@@ -1,1 +1,2 @@
-# fibril/lookup.mk: owned by its folder's work; appends to the variables of Makefile.am
+# fibril/lookup.mk: the lookup engine (lk_*), its tests, example and bench.
+fibrilinclude_HEADERS += fibril/include/fibril/lookup.h

@@ -1,0 +1,276 @@
+/*
+ * libfibril: the lookup engine. Safe resolution beneath a root
+ * directory, and directory scans (getdents64, then statx of every entry
+ * through the async layer with a bounded window, delivered in order).
+ *
+ * Two ways to use everything here:
+ *  - blocking-style from a fibril: the call parks only the running
+ *    fibril while something is pending (the host loop keeps calling
+ *    async_engine_process() and fibril_sched_run()). Outside a fibril the
+ *    same calls drive the thread's engine themselves until done (handy
+ *    for command-line tools such as contrib/examples/fls.c).
+ *  - callback-style for a foreign event loop: lk_open_start() and
+ *    lk_scan_next_cb() never block; their callbacks run from
+ *    async_engine_process() on the engine's thread.
+ * Both need the calling thread's async engine (async_engine_create());
+ * without one every call runs the plain system calls synchronously.
+ *
+ * Threading: a root (lk_root_t) is immutable and reference-counted and may
+ * be shared by threads. Scans, operations and groups belong to the thread
+ * that created them (and to its engine): use and close them there.
+ *
+ * Errors: >= 0 or -errno, never errno. Escapes are refused by the kernel
+ * (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): -EXDEV for "..", an
+ * absolute path or an absolute/escaping symlink, -ELOOP for symlink loops,
+ * magic links (/proc/self/root...) and, with LK_SYMLINKS_NEVER, any
+ * symlink.
+ */
+#ifndef FIBRIL_LOOKUP_H
+#define FIBRIL_LOOKUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/stat.h>	/* struct statx; compatible with <sys/stat.h> */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef FIBRIL_API
+#define FIBRIL_API __attribute__((visibility("default")))
+#endif
+
+/* ---- roots ---- */
+
+typedef struct lk_root lk_root_t;
+
+enum lk_symlinks {
+	LK_SYMLINKS_FOLLOW_BENEATH = 0, /**< follow symlinks that stay beneath the root (default) */
+	LK_SYMLINKS_NEVER = 1           /**< any symlink in a path fails with -ELOOP */
+};
+
+#define LK_ROOT_DOTFILES 0x1u  /**< scans of this root show dotfiles by default */
+
+/** Options for lk_root_open(); NULL or all-zero means the defaults. */
+struct lk_root_opts {
+	enum lk_symlinks symlinks;
+	unsigned flags;             /**< LK_ROOT_* */
+};
+
+/** Opens @path (any path, resolved normally: the root itself is trusted)
+ *  as a root with O_PATH|O_DIRECTORY. Blocking (a plain open); call it at
+ *  start-up. Returns 0 and *out, or -errno. */
+FIBRIL_API int lk_root_open(const char *path, const struct lk_root_opts *o,
+                            lk_root_t **out);
+
+/** Like lk_root_open() but takes ownership of @dirfd (a directory). */
+FIBRIL_API int lk_root_from_fd(int dirfd, const struct lk_root_opts *o,
+                               lk_root_t **out);
+
+/** The root's directory fd (owned by the root: do not close). */
+FIBRIL_API int lk_root_fd(const lk_root_t *r);
+
+/** Drops the caller's reference. Scans and operations still running keep
+ *  the root (and its fd) alive until they are closed/finished. Any
+ *  thread. */
+FIBRIL_API void lk_root_close(lk_root_t *r);
+
+/* ---- groups: cancel many scans and opens at once (a client went away) ---- */
+
+typedef struct lk_group lk_group_t;
+
+/** Creates an empty group (thread of the caller). */
+FIBRIL_API int lk_group_new(lk_group_t **out);
+
+/** Cancels every scan and open in the group, and any later one that
+ *  joins it (they fail with -ECANCELED). Waiters are woken with
+ *  -ECANCELED; pending kernel/worker calls are cancelled and their buffers
+ *  are freed only once the kernel or the worker is done with them. */
+FIBRIL_API void lk_group_cancel(lk_group_t *g);
+
+/** Cancels the group and frees it. Members stay valid (cancelled) until
+ *  their own close; they simply leave the group. */
+FIBRIL_API void lk_group_free(lk_group_t *g);
+
+/* ---- resolution ---- */
+
+/** A resolved file: an fd beneath the root plus its statx. */
+struct lk_file {
+	int fd;              /**< owned by the caller (close it) */
+	struct statx stx;    /**< STATX_BASIC_STATS of the opened file */
+};
+
+/**
+ * Opens @relpath beneath @r (blocking-style). @relpath is relative to
+ * the root ("" or "." is the root itself); an absolute path fails with
+ * -EXDEV. @oflags are open(2) flags (O_CLOEXEC is always added; O_PATH
+ * allowed). First tries openat2(RESOLVE_CACHED) inline: a cached path
+ * returns without parking. Otherwise the openat2 goes through the async
+ * layer and the fibril parks (outside a fibril: drives the engine).
+ * On success returns 0 and fills *out (fd + statx). Returns -errno
+ * (-ENOENT, -EXDEV, -ELOOP, -EACCES...), or -ECANCELED when @g (may be
+ * NULL) is cancelled meanwhile (an fd opened late is closed for you).
+ */
+FIBRIL_API int lk_open(lk_root_t *r, const char *relpath, int oflags,
+                       lk_group_t *g, struct lk_file *out);
+
+typedef struct lk_op lk_op_t;
+
+/** Completion of lk_open_start(): @res is 0 with *f filled (the callee
+ *  owns f->fd from then on) or -errno (-ECANCELED after cancellation). */
+typedef void (*lk_open_cb)(void *arg, int res, const struct lk_file *f);
+
+/**
+ * Callback-style lk_open(). Returns:
+ *  0: completed inline (the cached case): *out is filled, cb is NOT called;
+ *  1: pending: cb(arg, res, f) runs once, later, from
+ *     async_engine_process(); *op (if @op non-NULL) identifies the
+ *     operation for lk_op_cancel() until cb has run;
+ *  < 0: -errno (including resolution errors known at once); cb is NOT
+ *     called.
+ * @relpath is copied.
+ */
+FIBRIL_API int lk_open_start(lk_root_t *r, const char *relpath, int oflags,
+                             lk_group_t *g, struct lk_file *out,
+                             lk_open_cb cb, void *arg, lk_op_t **op);
+
+/** Cancels a pending lk_open_start(): its cb still runs once, with
+ *  -ECANCELED (or its real result if it had already finished in the
+ *  kernel but was not yet reported; then it owns the fd). Only valid
+ *  before the cb has run. */
+FIBRIL_API void lk_op_cancel(lk_op_t *op);
+
+/* ---- directory scans ---- */
+
+enum lk_sort {
+	LK_SORT_NONE = 0,   /**< directory order, streamed; memory bounded by the window */
+	LK_SORT_NAME,       /**< byte order (strcmp, like LC_ALL=C ls); names are read and
+	                         sorted first, then stat'ed window by window: first batch fast */
+	LK_SORT_SIZE,       /**< all entries stat'ed, then sorted (ties by name) */
+	LK_SORT_MTIME       /**< likewise, newest first unless LK_SCAN_DESC (ties by name) */
+};
+
+#define LK_SCAN_DESC       0x01u /**< reverse the order */
+#define LK_SCAN_DIRS_FIRST 0x02u /**< directories before everything else (d_type; a symlink
+                                      to a directory is not a directory here) */
+#define LK_SCAN_DOTFILES   0x04u /**< show names starting with '.' (but not . and ..) */
+#define LK_SCAN_DOTDOT     0x08u /**< also report "." and ".." (like ls -a); ".." of the
+                                      root itself reports the root (as in a chroot) */
+#define LK_SCAN_NO_LINKS   0x10u /**< don't read symlink targets (link=NULL, target_mode=0) */
+#define LK_SCAN_NO_SHARE   0x20u /**< don't share with a concurrent identical scan */
+
+/** Options for lk_scan_open(); all-zero (or NULL) means: unsorted,
+ *  dotfiles per the root, window 128. */
+struct lk_scan_opts {
+	enum lk_sort sort;
+	unsigned flags;            /**< LK_SCAN_* */
+	unsigned window;           /**< statx calls in flight, and max batch size
+	                                (0: 128; clamped to 1..4096) */
+	const char *after;         /**< LK_SORT_NAME only: start strictly after this
+	                                name in the scan's order (pagination cursor;
+	                                copied) */
+	size_t limit;              /**< deliver at most this many entries (0: all) */
+	lk_group_t *group;         /**< joins this group (may be NULL) */
+	const struct lk_file *dir; /**< optional: the directory already opened with
+	                                lk_open() (its fd is dup'ed, its stx used) */
+};
+
+/** One directory entry as delivered. Pointers stay valid until the next
+ *  lk_scan_next*() or lk_scan_close() on the same scan. */
+struct lk_entry {
+	const char *name;       /**< NUL-terminated */
+	size_t namelen;
+	const char *link;       /**< symlink target as stored (readlink), else NULL */
+	/** lstat of the entry (AT_SYMLINK_NOFOLLOW). Filled fields (stx_mask):
+	 *  TYPE MODE NLINK UID GID INO SIZE BLOCKS MTIME; stx_dev_* is the
+	 *  directory's device. All zero when err != 0. */
+	struct statx stx;
+	uint32_t target_mode;   /**< symlinks: S_IFMT bits of the target when it
+	                             resolves beneath the root, else 0 */
+	int target_err;         /**< symlinks: why target_mode is 0 (-ENOENT dangling,
+	                             -EXDEV escaping, -ELOOP...), else 0 */
+	int err;                /**< 0, or -errno: this entry's stat failed (e.g. -EIO);
+	                             the scan goes on. Vanished entries (-ENOENT) are
+	                             skipped, not reported. */
+};
+
+typedef struct lk_scan lk_scan_t;
+
+/**
+ * Starts a scan of @reldir beneath @r. Never parks: the directory is
+ * opened with openat2(RESOLVE_CACHED) inline when possible, otherwise
+ * through the async layer. Errors known at once (-ENOENT, -ENOTDIR,
+ * -EXDEV, -ELOOP, -EINVAL for bad options...) are returned here; errors
+ * found later come from the first lk_scan_next*(). Concurrent scans of
+ * the same directory (same root, dev/ino and mtime of the directory, same
+ * sort and flags) share one getdents pass and one set of statx calls
+ * (single flight) unless LK_SCAN_NO_SHARE or LK_SORT_NONE (a streaming
+ * scan keeps only its window, so it cannot be shared).
+ *
+ * Memory: LK_SORT_NONE keeps about window * 300 bytes plus two getdents
+ * buffers (64 KiB each). Sorted scans keep, per entry, a compact record
+ * (LK_ENTRY_STATE_BYTES) plus the name and its NUL, plus window * 300
+ * bytes per consumer.
+ */
+FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
+                            const struct lk_scan_opts *o, lk_scan_t **out);
+
+/** Bytes of state a sorted scan keeps per entry besides its name. */
+#define LK_ENTRY_STATE_BYTES 80
+
+/**
+ * Blocking-style: returns the next batch in order. Returns 1 with
+ * *ents/*n (n >= 1), 0 at the end, or -errno (-ECANCELED after
+ * cancellation; errors of the directory itself). Parks the running fibril
+ * while the next entry's statx is pending (outside a fibril: drives the
+ * engine).
+ */
+FIBRIL_API int lk_scan_next(lk_scan_t *s, const struct lk_entry **ents,
+                            size_t *n);
+
+/**
+ * Callback-style: like lk_scan_next() but never blocks. When nothing is
+ * ready it returns -EAGAIN and cb(arg) runs once, later, from
+ * async_engine_process() (or from a lk_* call on this thread) when
+ * lk_scan_next_cb() will make progress (a batch, the end, an error, or
+ * cancellation); call it again then. cb may call lk_scan_next_cb() or
+ * lk_scan_close() on this scan.
+ */
+FIBRIL_API int lk_scan_next_cb(lk_scan_t *s, const struct lk_entry **ents,
+                               size_t *n, void (*cb)(void *arg), void *arg);
+
+/** Cancels the scan: waiters and later calls get -ECANCELED; a pending
+ *  callback runs once. When no other scan shares its flight, the
+ *  pending statx/getdents calls are cancelled. */
+FIBRIL_API void lk_scan_cancel(lk_scan_t *s);
+
+/** Cancels (if needed) and releases the scan. Buffers the kernel or a
+ *  worker may still write are freed only after they complete. A pending
+ *  callback does not run after close. */
+FIBRIL_API void lk_scan_close(lk_scan_t *s);
+
+/** Entries in the directory (after hiding), once known; -EAGAIN before
+ *  the names have all been read (always for LK_SORT_NONE until the end). */
+FIBRIL_API long lk_scan_count(const lk_scan_t *s);
+
+/* ---- counters (this thread) ---- */
+
+struct lk_stats {
+	uint64_t getdents_passes;  /**< full directory reads started */
+	uint64_t getdents_calls;
+	uint64_t statx_calls;
+	uint64_t shared_joins;     /**< scans that joined a running flight */
+	uint64_t opens_inline;     /**< lk_open* completed by RESOLVE_CACHED inline */
+	uint64_t opens_async;
+	uint64_t live_scans;       /**< lk_scan_t not yet closed */
+	uint64_t live_flights;     /**< underlying scans not yet freed */
+	uint64_t live_ops;         /**< pending opens not yet freed */
+};
+
+/** Copies this thread's counters. */
+FIBRIL_API void lk_stats(struct lk_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
