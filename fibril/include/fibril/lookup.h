@@ -220,7 +220,7 @@ FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
 
 /**
  * Blocking-style: returns the next batch in order. Returns 1 with
- * *ents/*n (n >= 1), 0 at the end, or -errno (-ECANCELED after
+ * *ents and *n (n >= 1), 0 at the end, or -errno (-ECANCELED after
  * cancellation; errors of the directory itself). Parks the running fibril
  * while the next entry's statx is pending (outside a fibril: drives the
  * engine).
