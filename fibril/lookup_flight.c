@@ -1,0 +1,629 @@
+/*
+ * The underlying directory scan ("flight"): one getdents64 pass and one
+ * statx per entry, shared by identical concurrent scans (single flight).
+ * Completions arrive as async_submit_cb() callbacks; anything that
+ * completes inline is handled in the same loop, so the cached case never
+ * parks.
+ */
+#include "first.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include "fibril/lookup_int.h"
+
+enum { ST_LSTAT = 0, ST_READLINK, ST_TOPEN };
+
+/* Flights that can still be joined, on this thread. */
+static __thread struct lk__flight *table;
+/* A getdents that ran inline and was slow: go through the pool for a while. */
+static __thread uint64_t inline_slow_until;
+
+struct lk__dirent {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+static void flight_unlist(struct lk__flight *f)
+{
+	if (!f->listed)
+		return;
+	for (struct lk__flight **p = &table; *p; p = &(*p)->next)
+		if (*p == f) {
+			*p = f->next;
+			break;
+		}
+	f->listed = false;
+}
+
+static void flight_free(struct lk__flight *f)
+{
+	flight_unlist(f);
+	if (f->dirfd >= 0)
+		close(f->dirfd);
+	for (size_t i = 0; i < f->nrec; i++)
+		free(f->recs[i].link);
+	for (unsigned i = 0; i < f->nslots; i++) {
+		free(f->slots[i]->buf);
+		free(f->slots[i]);
+	}
+	free(f->slots);
+	free(f->recs);
+	free(f->order);
+	free(f->gbuf);
+	free(f->reldir);
+	lk__arena_free(&f->names);
+	lk_root_close(f->root);
+	lk__st.live_flights--;
+	free(f);
+}
+
+static void flight_unref(struct lk__flight *f)
+{
+	if (--f->refs == 0 && f->inflight == 0)
+		flight_free(f);
+}
+
+/* After a completion on a stopped flight. */
+static void flight_maybe_free(struct lk__flight *f)
+{
+	if (f->refs == 0 && f->inflight == 0)
+		flight_free(f);
+}
+
+void lk__flight_deactivate(struct lk__flight *f)
+{
+	if (f->stopped)
+		return;
+	f->stopped = true;
+	flight_unlist(f);
+	/* The buffers stay until each call reports back (slot_cb/gd_cb). */
+	for (unsigned i = 0; i < f->nslots; i++)
+		if (f->slots[i]->busy && f->slots[i]->cookie > 0)
+			async_cancel(f->slots[i]->cookie);
+	if (f->gcookie > 0)
+		async_cancel(f->gcookie);
+}
+
+/* ---- slots: one entry's statx (+ readlink + target type) ---- */
+
+static struct lk__slot *slot_get(struct lk__flight *f)
+{
+	struct lk__slot *s = f->free_slots;
+	if (s) {
+		f->free_slots = s->next;
+	} else {
+		struct lk__slot **v = realloc(f->slots,
+					      (f->nslots + 1) * sizeof(*v));
+		if (!v)
+			return NULL;
+		f->slots = v;
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		f->slots[f->nslots++] = s;
+	}
+	s->f = f;
+	s->busy = true;
+	s->cookie = 0;
+	s->step = ST_LSTAT;
+	f->busy++;
+	return s;
+}
+
+static void slot_put(struct lk__flight *f, struct lk__slot *s)
+{
+	s->busy = false;
+	s->next = f->free_slots;
+	f->free_slots = s;
+	f->busy--;
+}
+
+static void slot_cb(void *arg, long res);
+
+/* Submits the slot's current step: 1 pending, 0 done (s->res holds it). */
+static int slot_issue(struct lk__flight *f, struct lk__slot *s)
+{
+	struct lk__rec *rec = &f->recs[s->idx];
+	unsigned long a[5];
+	long call;
+	switch (s->step) {
+	case ST_LSTAT: {
+		const char *name = rec->name;
+		/* ".." of the root would describe a directory outside it. */
+		if (f->root_dir && rec->namelen == 2 && name[0] == '.' &&
+		    name[1] == '.')
+			name = ".";
+		a[0] = (unsigned long)f->dirfd;
+		a[1] = (unsigned long)name;
+		a[2] = AT_SYMLINK_NOFOLLOW;
+		a[3] = LK__STX_MASK;
+		a[4] = (unsigned long)&s->stx;
+		call = ASYNC_STATX;
+		lk__st.statx_calls++;
+		break;
+	}
+	case ST_READLINK:
+		if (!s->buf && !(s->buf = malloc(PATH_MAX))) {
+			s->res = -ENOMEM;
+			return 0;
+		}
+		a[0] = (unsigned long)f->dirfd;
+		a[1] = (unsigned long)rec->name;
+		a[2] = (unsigned long)s->buf;
+		a[3] = PATH_MAX - 1;
+		call = ASYNC_READLINKAT;
+		break;
+	default: { /* ST_TOPEN: the target's type, resolved beneath the root */
+		size_t dl = strlen(f->reldir);
+		if (dl + 1 + rec->namelen + 1 > PATH_MAX) {
+			s->res = -ENAMETOOLONG;
+			return 0;
+		}
+		char *p = s->buf;
+		memcpy(p, f->reldir, dl);
+		if (dl)
+			p[dl++] = '/';
+		memcpy(p + dl, rec->name, rec->namelen + 1u);
+		memset(&s->how, 0, sizeof(s->how));
+		s->how.flags = O_PATH | O_CLOEXEC;
+		s->how.resolve = lk__resolve_flags(f->root);
+		a[0] = (unsigned long)f->root->fd;
+		a[1] = (unsigned long)p;
+		a[2] = (unsigned long)&s->how;
+		a[3] = sizeof(s->how);
+		call = ASYNC_OPENAT2;
+		break;
+	}
+	}
+	long r = lk__submit(&s->res, call, a, slot_cb, s);
+	if (r > 0) {
+		s->cookie = r;
+		f->inflight++;
+		return 1;
+	}
+	if (r < 0)
+		s->res = r;
+	return 0;
+}
+
+/* Consumes s->res; returns true when there is another step to issue. */
+static bool slot_advance(struct lk__flight *f, struct lk__slot *s)
+{
+	struct lk__rec *rec = &f->recs[s->idx];
+	long res = s->res;
+	switch (s->step) {
+	case ST_LSTAT:
+		if (res < 0) {
+			rec->err = (int16_t)res;
+			return false;
+		}
+		rec->mode = s->stx.stx_mode;
+		rec->nlink = s->stx.stx_nlink;
+		rec->uid = s->stx.stx_uid;
+		rec->gid = s->stx.stx_gid;
+		rec->ino = s->stx.stx_ino;
+		rec->size = s->stx.stx_size;
+		rec->blocks = s->stx.stx_blocks;
+		rec->mtime = s->stx.stx_mtime.tv_sec;
+		rec->mtime_nsec = s->stx.stx_mtime.tv_nsec;
+		if (!S_ISLNK(rec->mode) || (f->flags & LK_SCAN_NO_LINKS))
+			return false;
+		s->step = ST_READLINK;
+		return true;
+	case ST_READLINK:
+		if (res >= 0)
+			rec->link = strndup(s->buf, (size_t)res);
+		if (f->root->symlinks == LK_SYMLINKS_NEVER) {
+			rec->target_err = -ELOOP;
+			return false;
+		}
+		s->step = ST_TOPEN;
+		return true;
+	default:
+		if (res >= 0) {
+			struct statx t;
+			int rc = lk__fstatx((int)res, STATX_TYPE, &t);
+			close((int)res);
+			if (rc < 0)
+				rec->target_err = (int16_t)rc;
+			else
+				rec->target_mode = t.stx_mode & S_IFMT;
+		} else {
+			rec->target_err = (int16_t)res;
+		}
+		return false;
+	}
+}
+
+static void slot_finish(struct lk__flight *f, struct lk__slot *s)
+{
+	f->recs[s->idx].state = REC_DONE;
+	f->ndone++;
+	slot_put(f, s);
+}
+
+static void slot_run(struct lk__flight *f, struct lk__slot *s)
+{
+	while (slot_issue(f, s) == 0)
+		if (!slot_advance(f, s)) {
+			slot_finish(f, s);
+			return;
+		}
+}
+
+static void slot_cb(void *arg, long res)
+{
+	struct lk__slot *s = arg;
+	struct lk__flight *f = s->f;
+	s->res = res;
+	s->cookie = 0;
+	f->inflight--;
+	if (f->stopped) {
+		if (s->step == ST_TOPEN && res >= 0)
+			close((int)res);
+		slot_put(f, s);
+		flight_maybe_free(f);
+		return;
+	}
+	f->refs++;
+	if (slot_advance(f, s))
+		slot_run(f, s);
+	else
+		slot_finish(f, s);
+	lk__flight_pump(f);
+	lk__flight_notify(f);
+	flight_unref(f);
+}
+
+static void issue_stat(struct lk__flight *f, size_t i)
+{
+	struct lk__slot *s = slot_get(f);
+	if (!s) {
+		f->recs[i].err = -ENOMEM;
+		f->recs[i].state = REC_DONE;
+		f->ndone++;
+		return;
+	}
+	s->idx = i;
+	f->recs[i].state = REC_PENDING;
+	slot_run(f, s);
+}
+
+/* ---- names ---- */
+
+static int add_rec(struct lk__flight *f, const char *name, size_t len,
+		   uint64_t ino, unsigned char type)
+{
+	if (f->nrec == f->caprec) {
+		size_t cap = f->caprec ? f->caprec * 2 : 256;
+		struct lk__rec *v = realloc(f->recs, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		f->recs = v;
+		f->caprec = cap;
+	}
+	char *p = lk__arena_put(&f->names, name, len, f->base + f->nrec);
+	if (!p)
+		return -ENOMEM;
+	struct lk__rec *r = &f->recs[f->nrec++];
+	memset(r, 0, sizeof(*r));
+	r->name = p;
+	r->namelen = (uint16_t)len;
+	r->ino = ino;
+	r->dtype = type;
+	return 0;
+}
+
+static void getdents_done(struct lk__flight *f, long res)
+{
+	f->gpending = false;
+	if (res < 0) {
+		f->err = (int)res;
+		return;
+	}
+	if (res == 0) {
+		f->eof = true;
+		return;
+	}
+	for (long off = 0; off < res;) {
+		const struct lk__dirent *d = (const void *)(f->gbuf + off);
+		off += d->reclen;
+		const char *nm = d->name;
+		size_t len = strlen(nm);
+		if (nm[0] == '.') {
+			bool dots = len == 1 || (len == 2 && nm[1] == '.');
+			if (!(f->flags & (dots ? LK_SCAN_DOTDOT : LK_SCAN_DOTFILES)))
+				continue;
+		}
+		int rc = add_rec(f, nm, len, d->ino, d->type);
+		if (rc < 0) {
+			f->err = rc;
+			return;
+		}
+	}
+}
+
+static void gd_cb(void *arg, long res)
+{
+	struct lk__flight *f = arg;
+	f->inflight--;
+	f->gcookie = 0;
+	if (f->stopped) {
+		f->gpending = false;
+		flight_maybe_free(f);
+		return;
+	}
+	f->refs++;
+	getdents_done(f, res);
+	lk__flight_pump(f);
+	lk__flight_notify(f);
+	flight_unref(f);
+}
+
+/* 1 pending, 0 done. */
+static int getdents_issue(struct lk__flight *f)
+{
+	f->gpending = true;
+	lk__st.getdents_calls++;
+	if (f->inline_getdents) {
+		/* The pool round trip costs more than a cached getdents; but a
+		 * slow one (cold disk) must not keep blocking the thread. */
+		uint64_t t0 = fibril_now_ns();
+		long r = syscall(SYS_getdents64, f->dirfd, f->gbuf, f->gbuf_size);
+		uint64_t t1 = fibril_now_ns();
+		if (t1 - t0 > 2000000) {
+			f->inline_getdents = false;
+			inline_slow_until = t1 + 5000000000ull;
+		}
+		getdents_done(f, r < 0 ? -errno : r);
+		return 0;
+	}
+	unsigned long a[3] = { (unsigned long)f->dirfd, (unsigned long)f->gbuf,
+			       f->gbuf_size };
+	long r = lk__submit(&f->gres, ASYNC_GETDENTS64, a, gd_cb, f);
+	if (r > 0) {
+		f->gcookie = r;
+		f->inflight++;
+		return 1;
+	}
+	getdents_done(f, r < 0 ? r : f->gres);
+	return 0;
+}
+
+/* ---- driving ---- */
+
+static bool stat_in_dir_order(const struct lk__flight *f)
+{
+	return f->streaming || f->need_stat_all;
+}
+
+void lk__flight_pump(struct lk__flight *f)
+{
+	bool again = true;
+	while (again && !f->stopped && !f->err) {
+		again = false;
+		struct lk_scan *c = f->consumers;
+		/* Streaming: names and stats only a window ahead of the reader. */
+		size_t horizon = SIZE_MAX;
+		if (f->streaming)
+			horizon = c ? c->pos + f->cap : 0;
+		if (!f->eof && !f->gpending &&
+		    (!f->streaming || f->nrec < horizon))
+			if (getdents_issue(f) == 0)
+				again = true;
+		if (f->err)
+			break;
+		if (stat_in_dir_order(f)) {
+			while (f->busy < f->cap && f->stat_next < f->nrec &&
+			       f->stat_next < horizon) {
+				size_t i = f->stat_next++;
+				if (f->recs[i].state == REC_NEW)
+					issue_stat(f, i);
+			}
+		} else if (f->phase == PH_READY) {
+			for (; c; c = c->next_c) {
+				if (c->cancelled)
+					continue;
+				if (!c->counted) {
+					/* Apply the pagination cursor before any stat. */
+					c->counted = true;
+					if (c->after)
+						c->pos = c->hint =
+							lk__scan_start_index(f, c->after);
+				}
+				size_t left = c->o.limit ? c->o.limit - c->delivered
+					: SIZE_MAX;
+				size_t lim = c->pos + (left < c->window ? left : c->window);
+				if (lim > f->norder)
+					lim = f->norder;
+				size_t i = c->hint > c->pos ? c->hint : c->pos;
+				for (; i < lim && f->busy < f->cap; i++)
+					if (f->recs[f->order[i]].state == REC_NEW)
+						issue_stat(f, f->order[i]);
+				c->hint = i;
+			}
+		}
+		if (f->phase == PH_NAMES && f->eof && !f->streaming) {
+			if ((f->flags & LK_SCAN_DIRS_FIRST) && !f->need_stat_all)
+				for (size_t i = 0; i < f->nrec; i++)
+					if (f->recs[i].dtype == DT_UNKNOWN) {
+						f->need_stat_all = true;
+						again = true;
+						break;
+					}
+			if (!f->need_stat_all || f->ndone == f->nrec) {
+				lk__flight_sort(f);
+				if (!f->err)
+					f->phase = PH_READY;
+				again = true;
+			}
+		}
+	}
+}
+
+void lk__flight_notify(struct lk__flight *f)
+{
+	if (f->notifying)
+		return;   /* the outer loop rescans after every callback */
+	f->notifying = true;
+	f->refs++;
+restart:
+	for (struct lk_scan *c = f->consumers; c; c = c->next_c) {
+		if (c->wq.head)
+			fibril_waitq_wake_all(&c->wq);
+		if (c->cb && lk__scan_ready(c)) {
+			void (*cb)(void *) = c->cb;
+			c->cb = NULL;
+			cb(c->cb_arg);
+			goto restart;
+		}
+	}
+	f->notifying = false;
+	flight_unref(f);
+}
+
+/* Streaming: drop records below @below (already delivered and no longer
+ * referenced by the caller's batch). */
+void lk__flight_compact(struct lk__flight *f, size_t below)
+{
+	if (below < 1024 || below * 2 < f->nrec)
+		return;
+	for (size_t i = 0; i < below; i++)
+		free(f->recs[i].link);
+	memmove(f->recs, f->recs + below, (f->nrec - below) * sizeof(*f->recs));
+	f->nrec -= below;
+	f->stat_next = f->stat_next > below ? f->stat_next - below : 0;
+	for (unsigned i = 0; i < f->nslots; i++)
+		if (f->slots[i]->busy)
+			f->slots[i]->idx -= below;
+	f->base += below;
+	f->ndone = 0;   /* not used while streaming */
+	for (struct lk_scan *c = f->consumers; c; c = c->next_c) {
+		c->pos -= below;
+		c->hint = 0;
+	}
+	lk__arena_release(&f->names, f->base);
+}
+
+/* ---- single flight ---- */
+
+static bool local_fs(int fd)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	switch ((unsigned long)sf.f_type) {
+	case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC: case BTRFS_SUPER_MAGIC:
+	case TMPFS_MAGIC: case F2FS_SUPER_MAGIC: case OVERLAYFS_SUPER_MAGIC:
+	case RAMFS_MAGIC:
+		return true;
+	default:
+		return false;   /* FUSE, NFS, CIFS...: always through the pool */
+	}
+}
+
+#define KEY_FLAGS (LK_SCAN_DESC | LK_SCAN_DIRS_FIRST | LK_SCAN_DOTFILES | \
+		   LK_SCAN_DOTDOT | LK_SCAN_NO_LINKS)
+
+static void consumer_link(struct lk__flight *f, struct lk_scan *s)
+{
+	s->f = f;
+	s->prev_c = NULL;
+	s->next_c = f->consumers;
+	if (f->consumers)
+		f->consumers->prev_c = s;
+	f->consumers = s;
+	f->refs++;
+	f->active++;
+	if (s->window > f->cap)
+		f->cap = s->window;
+}
+
+int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
+{
+	enum lk_sort sort = s->o.sort;
+	unsigned flags = s->o.flags & KEY_FLAGS;
+	bool share = sort != LK_SORT_NONE && !(s->o.flags & LK_SCAN_NO_SHARE);
+	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
+	if (share)
+		for (struct lk__flight *f = table; f; f = f->next)
+			if (f->root == s->root && f->dev == dev &&
+			    f->ino == d->stx_ino && f->sort == sort &&
+			    f->flags == flags &&
+			    f->mtime_sec == d->stx_mtime.tv_sec &&
+			    f->mtime_nsec == d->stx_mtime.tv_nsec &&
+			    !f->stopped && !f->err) {
+				close(dirfd);
+				consumer_link(f, s);
+				lk__st.shared_joins++;
+				return 0;
+			}
+	struct lk__flight *f = calloc(1, sizeof(*f));
+	if (!f)
+		goto nomem;
+	f->reldir = strdup(s->reldir);
+	f->streaming = sort == LK_SORT_NONE;
+	f->gbuf_size = f->streaming ? 32768 : 65536;
+	f->gbuf = malloc(f->gbuf_size);
+	if (!f->reldir || !f->gbuf) {
+		free(f->reldir);
+		free(f->gbuf);
+		free(f);
+		goto nomem;
+	}
+	f->dirfd = dirfd;
+	f->root = s->root;
+	lk__root_ref(s->root);
+	f->dev = dev;
+	f->ino = d->stx_ino;
+	f->dev_major = d->stx_dev_major;
+	f->dev_minor = d->stx_dev_minor;
+	f->mtime_sec = d->stx_mtime.tv_sec;
+	f->mtime_nsec = d->stx_mtime.tv_nsec;
+	f->sort = sort;
+	f->flags = flags;
+	f->root_dir = dev == s->root->dev && d->stx_ino == s->root->ino;
+	f->need_stat_all = sort == LK_SORT_SIZE || sort == LK_SORT_MTIME;
+	f->inline_getdents = local_fs(dirfd) &&
+		fibril_now_ns() >= inline_slow_until;
+	lk__st.getdents_passes++;
+	lk__st.live_flights++;
+	if (share) {
+		f->next = table;
+		table = f;
+		f->listed = true;
+	}
+	consumer_link(f, s);
+	return 0;
+nomem:
+	close(dirfd);
+	return -ENOMEM;
+}
+
+void lk__flight_detach(struct lk_scan *s)
+{
+	struct lk__flight *f = s->f;
+	if (s->prev_c)
+		s->prev_c->next_c = s->next_c;
+	else
+		f->consumers = s->next_c;
+	if (s->next_c)
+		s->next_c->prev_c = s->prev_c;
+	s->f = NULL;
+	if (!s->cancelled && --f->active == 0)
+		lk__flight_deactivate(f);
+	flight_unref(f);
+}

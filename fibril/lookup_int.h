@@ -1,0 +1,194 @@
+/* Private to fibril/lookup_*.c: the engine's internal structures. */
+#ifndef FIBRIL_LOOKUP_INT_H
+#define FIBRIL_LOOKUP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <linux/openat2.h>
+
+#include "fibril/fibril.h"
+#include "fibril/async.h"
+#include "fibril/lookup.h"
+
+#define LK__HIDDEN __attribute__((visibility("hidden")))
+
+/* Fields we keep per entry (no atime/ctime/btime: see struct lk__rec). */
+#define LK__STX_MASK (STATX_TYPE | STATX_MODE | STATX_NLINK | STATX_UID | \
+		      STATX_GID | STATX_INO | STATX_SIZE | STATX_BLOCKS | \
+		      STATX_MTIME)
+
+struct lk_root {
+	int fd;
+	int refs;                 /* atomic: roots are shared by threads */
+	enum lk_symlinks symlinks;
+	unsigned flags;
+	uint64_t dev, ino;        /* to recognise ".." of the root itself */
+};
+
+LK__HIDDEN void lk__root_ref(lk_root_t *r);
+LK__HIDDEN uint64_t lk__resolve_flags(const lk_root_t *r);
+
+/* ---- groups ---- */
+struct lk__member {
+	struct lk__member *next, *prev;
+	lk_group_t *g;
+	bool cancel_seen;
+	void (*cancel)(struct lk__member *m);
+};
+struct lk_group {
+	struct lk__member *head;
+	bool cancelled;
+};
+/* Returns -ECANCELED (and does not join) if @g is already cancelled. */
+LK__HIDDEN int lk__group_join(lk_group_t *g, struct lk__member *m,
+			      void (*cancel)(struct lk__member *));
+LK__HIDDEN void lk__group_leave(struct lk__member *m);
+
+/* ---- async helpers ---- */
+extern __thread struct lk_stats lk__st;
+
+/* async_submit_cb(), or the plain system call when this thread has no
+ * engine. Same return convention. */
+LK__HIDDEN long lk__submit(long *res, long call, const unsigned long *args,
+			   void (*cb)(void *, long), void *arg);
+/* The plain system call for @call (used inline). */
+LK__HIDDEN long lk__syscall(long call, const unsigned long *args);
+/* One wait round: parks the fibril on @wq, or outside a fibril drives the
+ * engine once (process, poll, process). Callers loop on their condition. */
+LK__HIDDEN void lk__wait(struct fibril_waitq *wq);
+/* statx of an fd (cached attributes: right after open they are fresh). */
+LK__HIDDEN int lk__fstatx(int fd, unsigned mask, struct statx *stx);
+
+/* ---- operations (lk_open*) ---- */
+struct lk_op {
+	struct lk__member m;
+	lk_root_t *root;
+	struct open_how how;
+	long res;
+	long cookie;
+	bool done, cancelled, abandoned;
+	lk_open_cb cb;             /* callback mode; NULL in blocking mode */
+	void *arg;
+	struct lk_file file;
+	struct fibril_waitq wq;
+	char path[];
+};
+
+/* ---- arena: names, freed from the oldest block on ---- */
+struct lk__ablk {
+	struct lk__ablk *next;
+	size_t used, cap;
+	uint64_t last;             /* highest absolute record index stored */
+	char data[];
+};
+struct lk__arena {
+	struct lk__ablk *head, *tail;
+};
+LK__HIDDEN char *lk__arena_put(struct lk__arena *a, const char *s, size_t len,
+			       uint64_t idx);
+LK__HIDDEN void lk__arena_release(struct lk__arena *a, uint64_t below);
+LK__HIDDEN void lk__arena_free(struct lk__arena *a);
+
+/* ---- the underlying scan ("flight"), shared by identical scans ---- */
+enum { REC_NEW = 0, REC_PENDING, REC_DONE };
+
+/* Compact per-entry state (LK_ENTRY_STATE_BYTES with the order index):
+ * what an HTTP listing or ls -l needs, not a whole struct statx. */
+struct lk__rec {
+	const char *name;
+	char *link;
+	uint64_t ino, size, blocks;
+	int64_t mtime;
+	uint32_t mtime_nsec, nlink, uid, gid;
+	uint16_t namelen, mode, target_mode;
+	int16_t err, target_err;
+	uint8_t state, dtype;
+};
+
+struct lk__flight;
+struct lk__slot {
+	struct lk__flight *f;
+	struct lk__slot *next;     /* free list */
+	size_t idx;                /* record (local index) */
+	int step;
+	long res, cookie;
+	bool busy;
+	char *buf;                 /* readlink target / joined path */
+	struct open_how how;
+	struct statx stx;
+};
+
+enum { PH_NAMES = 0, PH_READY };
+
+struct lk__flight {
+	struct lk__flight *next;   /* single-flight table (this thread) */
+	lk_root_t *root;
+	int dirfd;
+	char *reldir;
+	uint64_t dev, ino;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec, dev_major, dev_minor;
+	enum lk_sort sort;
+	unsigned flags;            /* LK_SCAN_* that shape the result */
+	bool shared_ok, listed, root_dir, streaming;
+	bool eof, need_stat_all, stopped, inline_getdents;
+	int phase;
+	int err;
+	unsigned refs;             /* consumers + temporary holds */
+	unsigned active;           /* consumers not cancelled */
+	unsigned inflight;         /* calls the kernel/a worker still owns */
+	unsigned busy, cap;        /* slots in use / allowed */
+	struct lk__slot *free_slots;
+	struct lk__slot **slots;   /* every slot, to cancel or re-index */
+	unsigned nslots;
+	/* records: local index i is absolute base + i (streaming compacts) */
+	struct lk__rec *recs;
+	size_t nrec, caprec, stat_next;
+	uint64_t base;
+	struct lk__arena names;
+	uint32_t *order;
+	size_t norder, ndone;
+	/* getdents */
+	char *gbuf;
+	size_t gbuf_size;
+	long gres, gcookie;
+	bool gpending;
+	struct lk_scan *consumers;
+	bool notifying;
+};
+
+/* A consumer (what lk_scan_open returns). */
+struct lk_scan {
+	struct lk__member m;
+	struct lk_scan *next_c, *prev_c;   /* flight's consumer list */
+	struct lk__flight *f;
+	lk_root_t *root;
+	struct lk_op *op;          /* directory open in flight */
+	struct lk_scan_opts o;
+	char *after;
+	char *reldir;
+	unsigned window;
+	int err;
+	bool cancelled, ended, counted;
+	size_t pos, hint, delivered;
+	struct lk_entry *batch;
+	void (*cb)(void *);
+	void *cb_arg;
+	struct fibril_waitq wq;
+};
+
+LK__HIDDEN int lk__flight_attach(struct lk_scan *s, int dirfd,
+				 const struct statx *dstx);
+LK__HIDDEN void lk__flight_detach(struct lk_scan *s);
+LK__HIDDEN void lk__flight_deactivate(struct lk__flight *f);
+LK__HIDDEN void lk__flight_pump(struct lk__flight *f);
+LK__HIDDEN void lk__flight_notify(struct lk__flight *f);
+LK__HIDDEN void lk__flight_compact(struct lk__flight *f, size_t below);
+LK__HIDDEN void lk__flight_sort(struct lk__flight *f);
+LK__HIDDEN void lk__scan_notify(struct lk_scan *s);
+LK__HIDDEN bool lk__scan_ready(struct lk_scan *s);
+LK__HIDDEN size_t lk__scan_start_index(struct lk__flight *f, const char *after);
+
+#endif
