@@ -59,6 +59,11 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
 
 /** Flags for async_submit(). */
 #define ASYNC_F_SYNC    0x1UL  /**< run it synchronously now (returns 0) */
+/** Skip the inline fast paths (RESOLVE_CACHED open, RWF_NOWAIT read,
+ *  fstat of an fd, close) and hand the call to a backend; it still runs
+ *  synchronously at the parallelism limit. For tests, and for callers
+ *  that know the call will block. */
+#define ASYNC_F_NOINLINE 0x2UL
 
 /** Cookies are always >= ASYNC_COOKIE_BASE, a value no call returns, so
  *  "*result still equals the cookie" means "still pending". */
@@ -166,6 +171,27 @@ FIBRIL_API int async_engine_timeout_ms(const async_engine_t *e);
 
 /** Calls in flight on the engine. */
 FIBRIL_API unsigned async_engine_inflight(const async_engine_t *e);
+
+/**
+ * For host loops without a "before sleeping" hook (libevent 2.1): @kick
+ * is called, from async_submit()/async_cancel() or a completion reaped
+ * inside them, when the engine needs async_engine_process() soon
+ * (submissions queued, callbacks deferred, fibrils woken) although its
+ * fd may stay quiet. At most once between two process calls. The kick
+ * must only schedule the call (e.g. event_active()), never make it.
+ * NULL removes it. Engine's thread only.
+ */
+FIBRIL_API void async_engine_set_kick(async_engine_t *e,
+                                      void (*kick)(void *arg), void *arg);
+
+/**
+ * A host loop of its own for programs without one (tests, tools): from
+ * outside any fibril, drives the engine and the fibril scheduler until
+ * no fibril is alive on this thread and nothing is in flight. Returns 0,
+ * -EDEADLK when fibrils remain but nothing can ever wake them, -EPERM
+ * from inside a fibril, or -errno.
+ */
+FIBRIL_API int async_engine_run(async_engine_t *e);
 
 /* ---- blocking-style calls for fibril code ----
  * Each submits, and parks the running fibril only when the call is

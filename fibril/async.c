@@ -1,0 +1,696 @@
+/*
+ * The async contract (DESIGN.md, seeds 002/005): submit, wait, cancel,
+ * the parallelism limit, and the engine around the two backends.
+ *
+ * An op lives in a slot of the engine's chunked table; its cookie is
+ * ASYNC_COOKIE_BASE + (generation << 32) + slot index, so a lookup is
+ * an index and a compare, and a stale cookie never matches a reused
+ * slot. A completed op stays (like a zombie process) until a
+ * wait_for_async() reaps it, so waiting on a cookie that completed
+ * meanwhile still returns its result.
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "fibril/async_event.h"
+#include "fibril/async_int.h"
+
+#define X__FLAGS_ALL (ASYNC_F_SYNC | ASYNC_F_NOINLINE)
+
+static __thread async_engine_t *x__cur;
+
+void x__log(async_engine_t *e, int level, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (e->log)
+		e->log(level, msg, e->log_arg);
+	else
+		fprintf(stderr, "libfibril: %s\n", msg);
+}
+
+void x__kick(async_engine_t *e)
+{
+	if (e->kick && !e->kicked) {
+		e->kicked = true;
+		e->kick(e->kick_arg);
+	}
+}
+
+/* ---- op table ---- */
+
+static struct x__op *x__op_alloc(async_engine_t *e)
+{
+	struct x__op *op = e->free_ops;
+
+	if (!op) {
+		struct x__op **nc = realloc(e->chunks,
+		                            (e->nchunks + 1) * sizeof(*nc));
+		if (!nc)
+			return NULL;
+		e->chunks = nc;
+		struct x__op *c = calloc(X__CHUNK, sizeof(*c));
+		if (!c)
+			return NULL;
+		nc[e->nchunks] = c;
+		for (unsigned i = X__CHUNK; i-- > 0;) {
+			c[i].idx = e->nchunks * X__CHUNK + i;
+			c[i].next = e->free_ops;
+			e->free_ops = &c[i];
+		}
+		e->nchunks++;
+		op = e->free_ops;
+	}
+	e->free_ops = op->next;
+	op->gen = (op->gen + 1) & 0x3fffffff;
+	op->cookie = ASYNC_COOKIE_BASE + ((long)op->gen << 32) + op->idx;
+	op->next = NULL;
+	op->waiter = NULL;
+	op->cb = NULL;
+	op->owner = NULL;
+	op->cancel_requested = 0;
+	op->state = X__PENDING;
+	op->where = 0;
+	return op;
+}
+
+static void x__op_free(async_engine_t *e, struct x__op *op)
+{
+	op->cookie = 0;
+	op->state = 0;
+	op->next = e->free_ops;
+	e->free_ops = op;
+}
+
+static struct x__op *x__op_find(async_engine_t *e, long cookie)
+{
+	if (cookie < ASYNC_COOKIE_BASE)
+		return NULL;
+	unsigned long idx = (unsigned long)(cookie - ASYNC_COOKIE_BASE) &
+	                    0xffffffffUL;
+	if (idx >= (unsigned long)e->nchunks * X__CHUNK)
+		return NULL;
+	struct x__op *op = &e->chunks[idx / X__CHUNK][idx % X__CHUNK];
+	return op->cookie == cookie ? op : NULL;
+}
+
+static void x__release(async_engine_t *e, struct x__op *op, unsigned hold)
+{
+	op->holds &= ~hold;
+	if (op->holds == 0 && op->state == X__DONE)
+		x__op_free(e, op);
+}
+
+/* ---- owners ---- */
+
+static struct x__owner *x__owner_get(async_engine_t *e, fibril_t *self,
+                                     bool create)
+{
+	if (!self)
+		return &e->thread_owner;
+	void **slot = fibril_slot(self, FIBRIL_SLOT_ASYNC);
+	if (!slot)
+		return NULL;
+	if (*slot || !create)
+		return *slot;
+	struct x__owner *o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->f = self;
+	o->anext = e->owners;
+	if (e->owners)
+		e->owners->aprev = o;
+	e->owners = o;
+	*slot = o;
+	return o;
+}
+
+/* Called from the owner's own context only, so its slot is safe. */
+static void x__owner_put(async_engine_t *e, struct x__owner *o)
+{
+	if (!o->f || o->head || o->pending)
+		return;
+	*fibril_slot(o->f, FIBRIL_SLOT_ASYNC) = NULL;
+	if (o->aprev)
+		o->aprev->anext = o->anext;
+	else
+		e->owners = o->anext;
+	if (o->anext)
+		o->anext->aprev = o->aprev;
+	free(o);
+}
+
+static void x__owner_unlink(struct x__op *op)
+{
+	struct x__owner *o = op->owner;
+
+	if (op->oprev)
+		op->oprev->onext = op->onext;
+	else
+		o->head = op->onext;
+	if (op->onext)
+		op->onext->oprev = op->oprev;
+	op->onext = op->oprev = NULL;
+}
+
+/* Reaps @op for a wait: the cookie stops being valid. */
+static void x__reap(async_engine_t *e, struct x__op *op)
+{
+	struct x__owner *o = op->owner;
+
+	op->cookie = -1;
+	if (o)
+		x__owner_unlink(op);
+	x__release(e, op, X__HOLD_OWNER | X__HOLD_WAITER);
+}
+
+/* ---- completion ---- */
+
+void x__complete(async_engine_t *e, struct x__op *op, long res)
+{
+	struct x__owner *o = op->owner;
+
+	op->res = res;
+	*op->result = res;
+	op->state = X__DONE;
+	op->where = 0;
+	e->inflight--;
+	if (o) {
+		o->pending--;
+		if (o->waiting_all && o->pending == 0 && o->f)
+			fibril_wake(o->f);
+	}
+	if (op->waiter && op->waiter != X__THREAD_WAITER)
+		fibril_wake(op->waiter);
+	if (op->holds & X__HOLD_CB) {
+		/* Never from here: we may be inside async_submit(). */
+		op->next = NULL;
+		if (e->cb_tail)
+			e->cb_tail->next = op;
+		else
+			e->cb_head = op;
+		e->cb_tail = op;
+	}
+	/* Fibrils woken or callbacks queued: the host must come round. */
+	x__kick(e);
+}
+
+static int x__run_callbacks(async_engine_t *e, unsigned budget)
+{
+	int n = 0;
+
+	while (e->cb_head && (!budget || (unsigned)n < budget)) {
+		struct x__op *op = e->cb_head;
+		e->cb_head = op->next;
+		if (!e->cb_head)
+			e->cb_tail = NULL;
+		op->next = NULL;
+		op->cb(op->cb_arg, op->res);
+		x__release(e, op, X__HOLD_CB);
+		n++;
+	}
+	return n;
+}
+
+static int x__reap_backends(async_engine_t *e, unsigned budget)
+{
+	int n = 0, r;
+
+	if (e->ring) {
+		r = x__uring_reap(e, budget);
+		if (r < 0)
+			return r;
+		n += r;
+	}
+	if (!budget || (unsigned)n < budget) {
+		r = x__pool_reap(e, budget ? budget - n : 0);
+		if (r < 0)
+			return r;
+		n += r;
+	}
+	return n;
+}
+
+/* ---- submit ---- */
+
+static long x__submit(unsigned long flags, long *result, long call,
+                      const unsigned long *args,
+                      void (*cb)(void *, long), void *cb_arg)
+{
+	async_engine_t *e = x__cur;
+	const struct async_call_info *info = async_call_info(call);
+	long res;
+
+	if (flags & ~X__FLAGS_ALL)
+		return -EINVAL;
+	if (!info)
+		return -ENOSYS;
+	if (!result || (info->nargs && !args))
+		return -EFAULT;
+	if (!e || e->destroying)
+		return -ENXIO;
+	if (flags & ASYNC_F_SYNC) {
+		*result = x__exec(call, args);
+		return 0;
+	}
+	if (!(flags & ASYNC_F_NOINLINE) && x__try_inline(call, args, &res)) {
+		*result = res;
+		return 0;
+	}
+	if (e->inflight >= e->max_inflight) {
+		/* Before giving up on asynchrony, collect what finished: a
+		 * seed-002 loop that never waits would otherwise run every
+		 * call after the first max_inflight synchronously. Callbacks
+		 * stay queued for process(). */
+		x__reap_backends(e, 0);
+		if (e->inflight >= e->max_inflight) {
+			*result = x__exec(call, args);
+			return 0;
+		}
+	}
+
+	struct x__op *op = x__op_alloc(e);
+	if (!op) {
+		*result = x__exec(call, args);
+		return 0;
+	}
+	op->call = (uint8_t)call;
+	op->result = result;
+	memcpy(op->args, args ? args : (const unsigned long[6]){ 0 },
+	       (info->nargs ? info->nargs : 1) * sizeof(*args));
+	op->holds = 0;
+	if (cb) {
+		op->cb = cb;
+		op->cb_arg = cb_arg;
+		op->holds |= X__HOLD_CB;
+	} else {
+		struct x__owner *o = x__owner_get(e, fibril_self(), true);
+		if (!o) {
+			x__op_free(e, op);
+			*result = x__exec(call, args);
+			return 0;
+		}
+		op->owner = o;
+		op->holds |= X__HOLD_OWNER;
+	}
+	/* Published before the backend can see it; only this thread ever
+	 * writes *result, at completion. */
+	*result = op->cookie;
+
+	int rc;
+	if (e->ring && x__uring_supports(e, call, args)) {
+		op->where = X__IN_RING;
+		rc = x__uring_submit(e, op);
+	} else {
+		op->where = X__IN_POOL;
+		rc = x__pool_submit(e, op);
+	}
+	if (rc < 0) {
+		/* The backend is saturated: the call simply goes the other
+		 * way, synchronously, as at the parallelism limit. */
+		struct x__owner *o = op->owner;
+		op->holds = 0;
+		op->state = X__DONE;
+		x__op_free(e, op);
+		if (o)
+			x__owner_put(e, o);
+		*result = x__exec(call, args);
+		return 0;
+	}
+	e->inflight++;
+	if (op->owner) {
+		struct x__owner *o = op->owner;
+		op->oprev = NULL;
+		op->onext = o->head;
+		if (o->head)
+			o->head->oprev = op;
+		o->head = op;
+		o->pending++;
+	}
+	return op->cookie;
+}
+
+FIBRIL_API long async_submit(unsigned long flags, long *result, long call,
+                             const unsigned long *args)
+{
+	return x__submit(flags, result, call, args, NULL, NULL);
+}
+
+FIBRIL_API long async_submit_cb(unsigned long flags, long *result, long call,
+                                const unsigned long *args,
+                                void (*cb)(void *arg, long res), void *arg)
+{
+	if (!cb)
+		return -EINVAL;
+	return x__submit(flags, result, call, args, cb, arg);
+}
+
+/* ---- driving the engine from outside fibrils ---- */
+
+static int x__min_timeout(int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+/* One step: flush, reap, run fibrils; sleep on the fd only when none of
+ * that made progress. */
+static int x__drive(async_engine_t *e)
+{
+	int n = async_engine_process(e, 0);
+	if (n < 0)
+		return n;
+	int ran = fibril_sched_run();
+	if (n > 0 || ran > 0)
+		return 0;
+	int t = x__min_timeout(async_engine_timeout_ms(e),
+	                       fibril_sched_timeout_ms());
+	if (t == 0)
+		return 0;
+	if (e->inflight == 0 && t < 0)
+		return -EDEADLK;  /* nothing in flight, nothing will ever come */
+	struct pollfd pfd = { .fd = e->efd, .events = POLLIN };
+	if (poll(&pfd, 1, t) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+/* ---- wait ---- */
+
+static long x__wait_one(async_engine_t *e, long cookie)
+{
+	struct x__op *op = x__op_find(e, cookie);
+	fibril_t *self = fibril_self();
+
+	if (!op)
+		return -ENOENT;
+	if (op->holds & X__HOLD_WAITER)
+		return -EBUSY;
+	op->holds |= X__HOLD_WAITER;
+	op->waiter = self ? self : X__THREAD_WAITER;
+	while (op->state != X__DONE) {
+		if (self) {
+			x__uring_flush(e);
+			fibril_park();
+		} else {
+			int rc = x__drive(e);
+			if (rc < 0 && op->state != X__DONE) {
+				op->waiter = NULL;
+				x__release(e, op, X__HOLD_WAITER);
+				return rc;
+			}
+		}
+	}
+	long res = op->res;
+	struct x__owner *o = op->owner;
+	op->waiter = NULL;
+	x__reap(e, op);
+	if (o && o->f == self)
+		x__owner_put(e, o);
+	return res;
+}
+
+static long x__wait_all(async_engine_t *e)
+{
+	fibril_t *self = fibril_self();
+	struct x__owner *o = x__owner_get(e, self, false);
+
+	if (!o)
+		return 0;
+	while (o->pending) {
+		if (self) {
+			o->waiting_all = true;
+			x__uring_flush(e);
+			fibril_park();
+			o->waiting_all = false;
+		} else {
+			int rc = x__drive(e);
+			if (rc < 0 && o->pending)
+				return rc;
+		}
+	}
+	for (struct x__op *op = o->head, *nx; op; op = nx) {
+		nx = op->onext;
+		if (!(op->holds & X__HOLD_WAITER))
+			x__reap(e, op);
+	}
+	x__owner_put(e, o);
+	return 0;
+}
+
+FIBRIL_API long wait_for_async(long cookie)
+{
+	async_engine_t *e = x__cur;
+
+	if (!e)
+		return -ENXIO;
+	if (cookie < 0)
+		return -EINVAL;
+	return cookie ? x__wait_one(e, cookie) : x__wait_all(e);
+}
+
+FIBRIL_API int async_cancel(long cookie)
+{
+	async_engine_t *e = x__cur;
+	struct x__op *op;
+
+	if (!e)
+		return -ENXIO;
+	op = x__op_find(e, cookie);
+	if (!op || op->state != X__PENDING)
+		return -ENOENT;
+	if (op->cancel_requested)
+		return 0;
+	op->cancel_requested = 1;
+	if (op->where == X__IN_POOL)
+		(void)x__pool_cancel(e, op);  /* -EBUSY: running, let it finish */
+	else if (op->where == X__IN_RING)
+		(void)x__uring_cancel(e, op);
+	return 0;
+}
+
+FIBRIL_API unsigned async_outstanding(void)
+{
+	async_engine_t *e = x__cur;
+
+	if (!e)
+		return 0;
+	struct x__owner *o = x__owner_get(e, fibril_self(), false);
+	return o ? o->pending : 0;
+}
+
+/* ---- engine ---- */
+
+static const char *x__pick_backend(const struct async_engine_opts *o)
+{
+	const char *b = o ? o->backend : NULL;
+
+	if (!b || !*b || strcmp(b, "auto") == 0) {
+		const char *env = getenv("FIBRIL_BACKEND");
+		b = env && *env ? env : "auto";
+	}
+	return b;
+}
+
+FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
+                                   async_engine_t **out)
+{
+	struct async_engine_opts o;
+	async_engine_t *e;
+	const char *want;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	if (x__cur)
+		return -EBUSY;
+	memset(&o, 0, sizeof(o));
+	if (opts)
+		o = *opts;
+	if (!o.max_inflight)
+		o.max_inflight = 1024;
+	if (!opts)
+		o.iowq_bounded = 64;  /* with opts, 0 means the kernel default */
+	want = x__pick_backend(&o);
+	if (strcmp(want, "auto") && strcmp(want, "uring") &&
+	    strcmp(want, "threads"))
+		return -EINVAL;
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->max_inflight = o.max_inflight;
+	e->log = o.log;
+	e->log_arg = o.log_arg;
+	e->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e->efd < 0) {
+		rc = -errno;
+		free(e);
+		return rc;
+	}
+	rc = x__pool_create(e, o.pool_threads);
+	if (rc < 0)
+		goto fail;
+	if (strcmp(want, "threads") != 0) {
+		rc = x__uring_create(e, &o);
+		if (rc < 0 && strcmp(want, "uring") == 0) {
+			x__log(e, LOG_ERR, "async: io_uring unavailable: %s",
+			       strerror(-rc));
+			goto fail;
+		}
+		if (rc < 0)
+			x__log(e, LOG_WARNING,
+			       "async: io_uring unavailable (%s), using threads",
+			       strerror(-rc));
+	}
+	e->backend = e->ring ? "uring" : "threads";
+	if (!e->ring)
+		x__log(e, LOG_INFO, "async: backend threads (%u threads, limit %u)",
+		       o.pool_threads ? o.pool_threads : 16, e->max_inflight);
+	x__cur = e;
+	*out = e;
+	return 0;
+fail:
+	x__pool_destroy(e);
+	close(e->efd);
+	free(e);
+	return rc;
+}
+
+FIBRIL_API void async_engine_destroy(async_engine_t *e)
+{
+	if (!e)
+		return;
+	e->destroying = true;
+	if (e->evhost)
+		async_event_detach(e);
+	/* Cancel everything, then wait it out: no buffer may be written
+	 * after we return. */
+	for (unsigned c = 0; c < e->nchunks; c++)
+		for (unsigned i = 0; i < X__CHUNK; i++) {
+			struct x__op *op = &e->chunks[c][i];
+			if (op->state == X__PENDING && op->where == X__IN_RING &&
+			    !op->cancel_requested) {
+				op->cancel_requested = 1;
+				x__uring_cancel(e, op);
+			}
+		}
+	x__uring_destroy(e);
+	x__pool_destroy(e);
+	/* Callbacks were promised to run once for every cookie handed out. */
+	x__run_callbacks(e, 0);
+	while (e->owners) {
+		struct x__owner *o = e->owners;
+		e->owners = o->anext;
+		free(o);
+	}
+	for (unsigned c = 0; c < e->nchunks; c++)
+		free(e->chunks[c]);
+	free(e->chunks);
+	close(e->efd);
+	if (x__cur == e)
+		x__cur = NULL;
+	free(e);
+}
+
+FIBRIL_API async_engine_t *async_engine_current(void)
+{
+	return x__cur;
+}
+
+FIBRIL_API const char *async_engine_backend(const async_engine_t *e)
+{
+	return e ? e->backend : NULL;
+}
+
+FIBRIL_API int async_engine_fd(const async_engine_t *e)
+{
+	return e ? e->efd : -EINVAL;
+}
+
+FIBRIL_API int async_engine_process(async_engine_t *e, unsigned budget)
+{
+	uint64_t cnt;
+	int n, c;
+
+	if (!e)
+		return -EINVAL;
+	/* Completions reaped here need no kick: the host runs the
+	 * scheduler after process anyway. */
+	e->kicked = true;
+	/* Drain first: anything that lands after this read signals again. */
+	if (read(e->efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN) {
+		n = -errno;
+		goto out;
+	}
+	n = x__reap_backends(e, budget);
+	if (n < 0)
+		goto out;
+	c = x__run_callbacks(e, budget);
+	if (c > n)
+		n = c;
+	/* Fibrils may have been woken and will submit more from
+	 * fibril_sched_run(); the ones queued so far go now. */
+	x__uring_flush(e);
+out:
+	e->kicked = false;
+	return n;
+}
+
+FIBRIL_API int async_engine_timeout_ms(const async_engine_t *e)
+{
+	async_engine_t *m = (async_engine_t *)e;
+
+	if (!e)
+		return -1;
+	if (e->cb_head || x__uring_busy(m) || x__pool_busy(m))
+		return 0;
+	return -1;
+}
+
+FIBRIL_API unsigned async_engine_inflight(const async_engine_t *e)
+{
+	return e ? e->inflight : 0;
+}
+
+FIBRIL_API void async_engine_set_kick(async_engine_t *e,
+                                      void (*kick)(void *arg), void *arg)
+{
+	e->kick = kick;
+	e->kick_arg = arg;
+	e->kicked = false;
+}
+
+FIBRIL_API int async_engine_run(async_engine_t *e)
+{
+	if (!e)
+		return -EINVAL;
+	if (fibril_self())
+		return -EPERM;
+	for (;;) {
+		if (fibril_sched_count() == 0 && e->inflight == 0 && !e->cb_head) {
+			async_engine_process(e, 0);
+			return 0;
+		}
+		int rc = x__drive(e);
+		if (rc < 0)
+			return rc;
+	}
+}

@@ -1,0 +1,163 @@
+/*
+ * The async call table (seed 005: "its own system call table and ... the
+ * limitations and rules for those system calls there"), the plain
+ * system calls behind each entry, and the inline fast paths.
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "fibril/async_int.h"
+
+#define L(i) (1u << (i))
+
+static const struct async_call_info x__table[ASYNC_CALL_MAX] = {
+	[ASYNC_NOP]        = { "nop",        0, 0 },
+	[ASYNC_OPENAT2]    = { "openat2",    4, L(1) | L(2) },
+	[ASYNC_STATX]      = { "statx",      5, L(1) | L(4) },
+	[ASYNC_CLOSE]      = { "close",      1, 0 },
+	[ASYNC_READ]       = { "read",       3, L(1) },
+	[ASYNC_PREAD]      = { "pread",      4, L(1) },
+	[ASYNC_WRITE]      = { "write",      3, L(1) },
+	[ASYNC_PWRITE]     = { "pwrite",     4, L(1) },
+	[ASYNC_GETDENTS64] = { "getdents64", 3, L(1) },
+	[ASYNC_READLINKAT] = { "readlinkat", 4, L(1) | L(2) },
+	[ASYNC_FSYNC]      = { "fsync",      2, 0 },
+	[ASYNC_FADVISE]    = { "fadvise",    4, 0 },
+};
+
+FIBRIL_API const struct async_call_info *async_call_info(long call)
+{
+	if (call < 0 || call >= ASYNC_CALL_MAX)
+		return NULL;
+	return &x__table[call];
+}
+
+static long x__ret(long r)
+{
+	return r < 0 ? -errno : r;
+}
+
+long x__exec(long call, const unsigned long *a)
+{
+	switch (call) {
+	case ASYNC_NOP:
+		return 0;
+	case ASYNC_OPENAT2:
+		return x__ret(syscall(SYS_openat2, (int)a[0], (const char *)a[1],
+		                      (void *)a[2], (size_t)a[3]));
+	case ASYNC_STATX:
+		return x__ret(syscall(SYS_statx, (int)a[0], (const char *)a[1],
+		                      (int)a[2], (unsigned)a[3], (void *)a[4]));
+	case ASYNC_CLOSE:
+		return x__ret(close((int)a[0]));
+	case ASYNC_READ:
+		return x__ret(read((int)a[0], (void *)a[1], (size_t)a[2]));
+	case ASYNC_PREAD:
+		return x__ret(pread((int)a[0], (void *)a[1], (size_t)a[2],
+		                    (off_t)a[3]));
+	case ASYNC_WRITE:
+		return x__ret(write((int)a[0], (const void *)a[1], (size_t)a[2]));
+	case ASYNC_PWRITE:
+		return x__ret(pwrite((int)a[0], (const void *)a[1], (size_t)a[2],
+		                     (off_t)a[3]));
+	case ASYNC_GETDENTS64:
+		return x__ret(syscall(SYS_getdents64, (int)a[0], (void *)a[1],
+		                      (size_t)a[2]));
+	case ASYNC_READLINKAT:
+		return x__ret(readlinkat((int)a[0], (const char *)a[1],
+		                         (char *)a[2], (size_t)a[3]));
+	case ASYNC_FSYNC:
+		return x__ret(a[1] ? fdatasync((int)a[0]) : fsync((int)a[0]));
+	case ASYNC_FADVISE:
+		/* posix_fadvise returns the error number instead of setting errno */
+		return -(long)posix_fadvise((int)a[0], (off_t)a[1], (off_t)a[2],
+		                            (int)a[3]);
+	default:
+		return -ENOSYS;
+	}
+}
+
+/* openat2 with RESOLVE_CACHED: the kernel walks the path from the
+ * dcache only and answers -EAGAIN instead of blocking, so a hit costs
+ * exactly the plain syscall and never leaves the submitting thread. It
+ * always says -EAGAIN for O_CREAT/O_TRUNC/O_TMPFILE (fs/open.c,
+ * build_open_flags), so those skip the attempt. */
+static bool x__try_open_cached(const unsigned long *a, long *res)
+{
+	const struct open_how *how = (const struct open_how *)a[2];
+	struct open_how h;
+
+	if (a[3] != sizeof(h) || how == NULL)
+		return false;
+	memcpy(&h, how, sizeof(h));
+	if (h.resolve & RESOLVE_CACHED) {
+		*res = x__exec(ASYNC_OPENAT2, a);
+		return true;
+	}
+	if (h.flags & (O_CREAT | O_TRUNC | __O_TMPFILE))
+		return false;
+	h.resolve |= RESOLVE_CACHED;
+	long r = x__ret(syscall(SYS_openat2, (int)a[0], (const char *)a[1],
+	                        &h, sizeof(h)));
+	if (r == -EAGAIN)
+		return false;
+	*res = r;
+	return true;
+}
+
+/* RWF_NOWAIT: served from the page cache or -EAGAIN, never blocks on
+ * I/O; -EOPNOTSUPP where the file system cannot promise that. */
+static bool x__try_read_nowait(const unsigned long *a, bool positional,
+                               long *res)
+{
+	struct iovec iov = { (void *)a[1], (size_t)a[2] };
+	off_t off = positional ? (off_t)a[3] : -1;
+	long r = x__ret(preadv2((int)a[0], &iov, 1, off, RWF_NOWAIT));
+
+	if (r == -EAGAIN || r == -EOPNOTSUPP)
+		return false;
+	*res = r;
+	return true;
+}
+
+bool x__try_inline(long call, const unsigned long *a, long *res)
+{
+	switch (call) {
+	case ASYNC_OPENAT2:
+		return x__try_open_cached(a, res);
+	case ASYNC_STATX: {
+		/* statx of an open fd: no path walk, and the open already
+		 * revalidated the attributes on network file systems
+		 * (close-to-open), so it is answered from the inode. */
+		const char *p = (const char *)a[1];
+		int fl = (int)a[2];
+		if ((fl & AT_EMPTY_PATH) && (p == NULL || p[0] == '\0') &&
+		    (fl & AT_STATX_SYNC_TYPE) != AT_STATX_FORCE_SYNC) {
+			*res = x__exec(call, a);
+			return true;
+		}
+		return false;
+	}
+	case ASYNC_CLOSE:
+		/* close only blocks in ->flush with dirty data on network
+		 * file systems; through the ring it would cost a round trip
+		 * and a park for nothing in the common case. */
+		*res = x__exec(call, a);
+		return true;
+	case ASYNC_READ:
+		return x__try_read_nowait(a, false, res);
+	case ASYNC_PREAD:
+		return x__try_read_nowait(a, true, res);
+	default:
+		return false;
+	}
+}

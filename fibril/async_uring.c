@@ -1,0 +1,318 @@
+/*
+ * The io_uring backend: one ring per engine (so per thread), its
+ * completions signalled on the engine's eventfd.
+ *
+ * Submissions are lazy: SQEs pile up and go to the kernel in one
+ * io_uring_enter when the engine is processed or waited on, or when the
+ * SQ is full. A seed-002 loop thus pays one syscall per ring_entries
+ * stats, not one per stat.
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "fibril/async_int.h"
+
+struct x__uring {
+	struct io_uring ring;
+	unsigned setup_flags;
+	unsigned queued;  /* SQEs prepared but not yet submitted */
+	unsigned inring;  /* ops submitted and not yet completed */
+	bool defer;       /* DEFER_TASKRUN: CQEs appear only when we enter */
+	bool taskrun_flag;/* the kernel raises IORING_SQ_TASKRUN for us */
+	bool ok[ASYNC_CALL_MAX];
+};
+
+static const int x__opcode[ASYNC_CALL_MAX] = {
+	[ASYNC_NOP] = IORING_OP_NOP,
+	[ASYNC_OPENAT2] = IORING_OP_OPENAT2,
+	[ASYNC_STATX] = IORING_OP_STATX,
+	[ASYNC_CLOSE] = IORING_OP_CLOSE,
+	[ASYNC_READ] = IORING_OP_READ,
+	[ASYNC_PREAD] = IORING_OP_READ,
+	[ASYNC_WRITE] = IORING_OP_WRITE,
+	[ASYNC_PWRITE] = IORING_OP_WRITE,
+	[ASYNC_GETDENTS64] = -1,  /* no io_uring op in this kernel/liburing */
+	[ASYNC_READLINKAT] = -1,
+	[ASYNC_FSYNC] = IORING_OP_FSYNC,
+	[ASYNC_FADVISE] = IORING_OP_FADVISE,
+};
+
+/* Best first. DEFER_TASKRUN keeps completion work on our own thread at
+ * a time we choose; COOP_TASKRUN avoids IPIs; TASKRUN_FLAG lets us see
+ * in memory whether entering the kernel would post completions. */
+static const unsigned x__setups[] = {
+	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		IORING_SETUP_COOP_TASKRUN,
+	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	IORING_SETUP_COOP_TASKRUN,
+	0,
+};
+
+static unsigned x__pow2(unsigned v)
+{
+	unsigned p = 1;
+	while (p < v && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+int x__uring_create(async_engine_t *e, const struct async_engine_opts *o)
+{
+	struct x__uring *r = calloc(1, sizeof(*r));
+	unsigned entries = o && o->ring_entries ? o->ring_entries : 256;
+	unsigned cq;
+	int rc = -EINVAL;
+
+	if (!r)
+		return -ENOMEM;
+	/* Every op in flight must fit in the CQ, or completions go to the
+	 * kernel's overflow list (slow) and submits start to fail. */
+	cq = x__pow2(e->max_inflight + entries);
+	if (cq < 2 * entries)
+		cq = 2 * entries;
+	for (size_t i = 0; i < sizeof(x__setups) / sizeof(x__setups[0]); i++) {
+		struct io_uring_params p;
+		memset(&p, 0, sizeof(p));
+		p.flags = x__setups[i] | IORING_SETUP_CQSIZE;
+		p.cq_entries = cq;
+		rc = io_uring_queue_init_params(entries, &r->ring, &p);
+		if (rc == 0) {
+			r->setup_flags = x__setups[i];
+			break;
+		}
+		if (rc != -EINVAL)
+			break;  /* EPERM, ENOSYS, ENOMEM: no point trying fewer flags */
+	}
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	r->defer = r->setup_flags & IORING_SETUP_DEFER_TASKRUN;
+	r->taskrun_flag = r->setup_flags & IORING_SETUP_TASKRUN_FLAG;
+
+	struct io_uring_probe *probe = io_uring_get_probe_ring(&r->ring);
+	for (int c = 0; c < ASYNC_CALL_MAX; c++)
+		r->ok[c] = probe && x__opcode[c] >= 0 &&
+		           io_uring_opcode_supported(probe, x__opcode[c]);
+	if (probe)
+		io_uring_free_probe(probe);
+
+	rc = io_uring_register_eventfd(&r->ring, e->efd);
+	if (rc < 0) {
+		io_uring_queue_exit(&r->ring);
+		free(r);
+		return rc;
+	}
+	if (o && (o->iowq_bounded || o->iowq_unbounded)) {
+		/* 0 leaves that class at the kernel default. The default bound
+		 * (min(SQ size, 4 x CPUs)) is what makes slow metadata crawl:
+		 * DESIGN.md, FUSE +1 ms: 2.35 s default vs 0.13 s at 64. */
+		unsigned vals[2] = { o->iowq_bounded, o->iowq_unbounded };
+		int w = io_uring_register_iowq_max_workers(&r->ring, vals);
+		if (w < 0)
+			x__log(e, LOG_WARNING,
+			       "io_uring_register_iowq_max_workers: %s",
+			       strerror(-w));
+	}
+	/* Saves an fd table lookup on each io_uring_enter. */
+	(void)io_uring_register_ring_fd(&r->ring);
+	e->ring = r;
+	for (int c = 0; c < ASYNC_CALL_MAX; c++)
+		e->route_ring[c] = r->ok[c];
+	x__log(e, LOG_INFO,
+	       "async: backend uring (flags 0x%x%s%s, sq %u, cq %u, iowq %u/%u)",
+	       r->setup_flags, r->defer ? " defer_taskrun" : "",
+	       r->taskrun_flag ? " taskrun_flag" : "", entries, cq,
+	       o ? o->iowq_bounded : 0, o ? o->iowq_unbounded : 0);
+	return 0;
+}
+
+bool x__uring_supports(async_engine_t *e, long call, const unsigned long *a)
+{
+	if (!e->route_ring[call])
+		return false;
+	/* The SQE carries a 32-bit length for fadvise on older kernels. */
+	if (call == ASYNC_FADVISE && a[2] > UINT32_MAX)
+		return false;
+	return true;
+}
+
+static struct io_uring_sqe *x__sqe(async_engine_t *e)
+{
+	struct x__uring *r = e->ring;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	if (!sqe) {
+		x__uring_flush(e);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	return sqe;
+}
+
+/* Linux caps one read/write at MAX_RW_COUNT anyway; the SQE holds 32 bits. */
+static unsigned x__len(unsigned long n)
+{
+	return n > 0x7ffff000UL ? 0x7ffff000U : (unsigned)n;
+}
+
+int x__uring_submit(async_engine_t *e, struct x__op *op)
+{
+	struct x__uring *r = e->ring;
+	struct io_uring_sqe *sqe = x__sqe(e);
+	const unsigned long *a = op->args;
+
+	if (!sqe)
+		return -EBUSY;
+	switch (op->call) {
+	case ASYNC_NOP:
+		io_uring_prep_nop(sqe);
+		break;
+	case ASYNC_OPENAT2:
+		/* liburing's helper hard-codes sizeof(struct open_how). */
+		io_uring_prep_rw(IORING_OP_OPENAT2, sqe, (int)a[0],
+		                 (const void *)a[1], (unsigned)a[3], (uint64_t)a[2]);
+		break;
+	case ASYNC_STATX:
+		io_uring_prep_statx(sqe, (int)a[0], (const char *)a[1], (int)a[2],
+		                    (unsigned)a[3], (struct statx *)a[4]);
+		break;
+	case ASYNC_CLOSE:
+		io_uring_prep_close(sqe, (int)a[0]);
+		break;
+	case ASYNC_READ:
+	case ASYNC_PREAD:
+		io_uring_prep_read(sqe, (int)a[0], (void *)a[1], x__len(a[2]),
+		                   op->call == ASYNC_READ ? (uint64_t)-1 : a[3]);
+		break;
+	case ASYNC_WRITE:
+	case ASYNC_PWRITE:
+		io_uring_prep_write(sqe, (int)a[0], (const void *)a[1],
+		                    x__len(a[2]),
+		                    op->call == ASYNC_WRITE ? (uint64_t)-1 : a[3]);
+		break;
+	case ASYNC_FSYNC:
+		io_uring_prep_fsync(sqe, (int)a[0], a[1] ? IORING_FSYNC_DATASYNC : 0);
+		break;
+	case ASYNC_FADVISE:
+		io_uring_prep_fadvise(sqe, (int)a[0], a[1], (off_t)a[2], (int)a[3]);
+		break;
+	default:
+		/* Unreachable: route_ring is false for the rest. Give the SQE
+		 * back as a NOP nobody waits for. */
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, 0);
+		r->queued++;
+		return -ENOSYS;
+	}
+	io_uring_sqe_set_data(sqe, op);
+	r->inring++;
+	if (r->queued++ == 0)
+		x__kick(e);
+	return 0;
+}
+
+int x__uring_flush(async_engine_t *e)
+{
+	struct x__uring *r = e->ring;
+	int rc;
+
+	if (!r || r->queued == 0)
+		return 0;
+	rc = io_uring_submit(&r->ring);
+	r->queued = io_uring_sq_ready(&r->ring);
+	return rc < 0 ? rc : 0;
+}
+
+static bool x__taskrun_pending(struct x__uring *r)
+{
+	if (!r->taskrun_flag)
+		return r->defer;  /* cannot tell: enter */
+	return IO_URING_READ_ONCE(*r->ring.sq.kflags) &
+	       (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW);
+}
+
+int x__uring_reap(async_engine_t *e, unsigned budget)
+{
+	struct x__uring *r = e->ring;
+	struct io_uring_cqe *cqe;
+	unsigned head, seen = 0;
+	int n = 0;
+
+	if (!r)
+		return 0;
+	/* With DEFER_TASKRUN a finished statx is not in the CQ until this
+	 * thread enters the kernel (DESIGN.md, measured on 6.18): peeking
+	 * alone finds nothing. The TASKRUN flag tells us when to bother. */
+	if (r->queued) {
+		int rc = io_uring_submit_and_get_events(&r->ring);
+		r->queued = io_uring_sq_ready(&r->ring);
+		if (rc < 0 && rc != -EBUSY && rc != -EAGAIN && rc != -EINTR)
+			return rc;
+	} else if (x__taskrun_pending(r) && r->inring) {
+		io_uring_get_events(&r->ring);
+	}
+	io_uring_for_each_cqe(&r->ring, head, cqe) {
+		struct x__op *op = io_uring_cqe_get_data(cqe);
+		seen++;
+		if (op) {
+			r->inring--;
+			x__complete(e, op, cqe->res);
+			if (budget && (unsigned)++n >= budget)
+				break;
+		}
+	}
+	io_uring_cq_advance(&r->ring, seen);
+	return n;
+}
+
+int x__uring_cancel(async_engine_t *e, struct x__op *op)
+{
+	struct io_uring_sqe *sqe = x__sqe(e);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op, 0);
+	io_uring_sqe_set_data64(sqe, 0);
+	if (e->ring->queued++ == 0)
+		x__kick(e);
+	return 0;
+}
+
+bool x__uring_busy(async_engine_t *e)
+{
+	struct x__uring *r = e->ring;
+
+	if (!r)
+		return false;
+	return r->queued || io_uring_cq_ready(&r->ring) ||
+	       (r->inring && r->taskrun_flag && x__taskrun_pending(r));
+}
+
+/* Blocks until everything in the ring has completed (the caller has
+ * queued cancellations for all of it). */
+void x__uring_destroy(async_engine_t *e)
+{
+	struct x__uring *r = e->ring;
+
+	if (!r)
+		return;
+	while (r->inring) {
+		int rc = io_uring_submit_and_wait(&r->ring, 1);
+		r->queued = io_uring_sq_ready(&r->ring);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY &&
+		    rc != -ETIME)
+			break;
+		x__uring_reap(e, 0);
+	}
+	io_uring_queue_exit(&r->ring);
+	free(r);
+	e->ring = NULL;
+}
