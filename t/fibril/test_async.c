@@ -1,0 +1,3 @@
+/* placeholder: being written */
+#include "first.h"
+int main(void) { return 77; }
