@@ -8,3 +8,23 @@ fibril_libfibril_la_LDFLAGS = -version-info 0:0:0 \
 EXTRA_DIST += fibril/libfibril.map fibril/libfibril.pc.in
 fibrilincludedir = $(includedir)/fibril
 fibrilinclude_HEADERS = fibril/include/fibril/fibril.h
+fibril_libfibril_la_SOURCES += fibril/sched.c fibril/stack.c fibril/fibril_int.h
+if SWITCH_X86_64
+fibril_libfibril_la_SOURCES += fibril/switch_x86_64.S
+endif
+if SWITCH_AARCH64
+fibril_libfibril_la_SOURCES += fibril/switch_aarch64.S
+endif
+if SWITCH_UCONTEXT
+fibril_libfibril_la_SOURCES += fibril/switch_ucontext.c
+endif
+EXTRA_DIST += fibril/switch_x86_64.S fibril/switch_aarch64.S fibril/switch_ucontext.c
+
+FIBRIL_TEST_LDADD = fibril/libfibril.la $(CHECK_LIBS)
+FIBRIL_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+check_PROGRAMS += t/fibril/test_fibril
+t_fibril_test_fibril_SOURCES = t/fibril/test_fibril.c
+t_fibril_test_fibril_CFLAGS = $(FIBRIL_TEST_CFLAGS)
+t_fibril_test_fibril_LDADD = $(FIBRIL_TEST_LDADD)
+TESTS += t/fibril/test_fibril
+UNIT_TESTS += t/fibril/test_fibril

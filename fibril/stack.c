@@ -1,0 +1,314 @@
+/*
+ * fibril/stack.c: fibril stacks. Each is its own anonymous mapping:
+ * a guard region at the low end, the stack, and the fibril's control
+ * block at the top. Freed stacks go to a per-thread pool: the first
+ * pool_max keep their pages ("hot", reuse costs nothing), the next
+ * cold_max give their pages back with MADV_DONTNEED but keep the mapping
+ * (reuse skips mmap and guard set-up), the rest are unmapped.
+ *
+ * The guard is installed with MADV_GUARD_INSTALL (Linux 6.13) when the
+ * kernel has it: it needs no VMA of its own, so adjacent stacks merge
+ * into one VMA and 100,000 fibrils stay far below vm.max_map_count
+ * (65530 by default). Older kernels get mprotect(PROT_NONE), which costs
+ * two VMAs per stack.
+ *
+ * A SIGSEGV on the running fibril's guard is reported, on an alternate
+ * signal stack, with the fibril's name, and the process then dies of
+ * the signal as it would without us.
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fibril_int.h"
+
+#ifdef X__ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+#ifdef X__VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+/* 128 KiB: request code runs snprintf (glibc's vfprintf keeps ~1-2 KiB
+ * of work space on the stack), strftime, qsort comparators and the
+ * lookup engine with PATH_MAX (4 KiB) buffers a few frames deep; 128 KiB
+ * leaves a wide margin over that, costs only address space (pages are
+ * touched on demand: a parked request holds one or two) and is musl's
+ * default thread stack, chosen there after 80 KiB proved tight.
+ * ASan's redzones roughly triple frame sizes, so sanitizer builds get 4x. */
+#ifdef X__ASAN
+#define X__STACK_DEFAULT (512u << 10)
+#else
+#define X__STACK_DEFAULT (128u << 10)
+#endif
+/* 16 KiB of guard: a frame up to that size (a few PATH_MAX buffers)
+ * that jumps over a single guard page would land in the neighbouring
+ * mapping unseen. The guard costs address space only. */
+#define X__GUARD (16u << 10)
+#define X__POOL_DEFAULT 128u
+#define X__COLD_MAX 4096u
+
+static int guard_madvise_ok = 1;  /* cleared once the kernel says EINVAL */
+
+int x__stack_setup(struct x__sched *s, size_t stack_size, unsigned pool_max)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	s->page = pg > 0 ? (size_t)pg : 4096;
+	if (!stack_size)
+		stack_size = X__STACK_DEFAULT;
+	if (stack_size > ((size_t)1 << 30))
+		return -EINVAL;
+	s->guard = (X__GUARD + s->page - 1) & ~(s->page - 1);
+	s->map_size = s->guard + ((stack_size + sizeof(struct fibril) + 64 +
+	                           s->page - 1) & ~(s->page - 1));
+	s->pool_max = pool_max ? pool_max : X__POOL_DEFAULT;
+	s->cold_max = X__COLD_MAX;
+	return 0;
+}
+
+static void stack_layout(struct x__sched *s, char *map, fibril_t **out)
+{
+	uintptr_t top = (uintptr_t)map + s->map_size;
+	fibril_t *f = (fibril_t *)((top - sizeof(struct fibril)) &
+	                           ~(uintptr_t)63);
+	f->map = map;
+	f->map_size = s->map_size;
+	f->stack_lo = map + s->guard;
+	f->stack_hi = (char *)f;
+	f->vg_id = 0;
+#ifdef X__VALGRIND
+	f->vg_id = VALGRIND_STACK_REGISTER(f->stack_lo, f->stack_hi);
+#endif
+	*out = f;
+}
+
+static fibril_t *stack_new(struct x__sched *s)
+{
+	fibril_t *f;
+	char *map = mmap(NULL, s->map_size, PROT_READ | PROT_WRITE,
+	                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (map == MAP_FAILED)
+		return NULL;
+	if (!guard_madvise_ok ||
+	    madvise(map, s->guard, MADV_GUARD_INSTALL) != 0) {
+		guard_madvise_ok = 0;
+		if (mprotect(map, s->guard, PROT_NONE) != 0) {
+			munmap(map, s->map_size);
+			return NULL;
+		}
+	}
+	stack_layout(s, map, &f);
+	return f;
+}
+
+fibril_t *x__stack_get(struct x__sched *s)
+{
+	fibril_t *f = s->pool;
+
+	if (x__likely(f != NULL)) {
+		s->pool = f->next;
+		s->npool--;
+		return f;
+	}
+	if (s->ncold) {
+		stack_layout(s, s->cold[--s->ncold], &f);
+		return f;
+	}
+	return stack_new(s);
+}
+
+static void stack_unmap(fibril_t *f)
+{
+	char *map = f->map;
+	size_t size = f->map_size;
+
+#ifdef X__VALGRIND
+	VALGRIND_STACK_DEREGISTER(f->vg_id);
+#endif
+	munmap(map, size);
+}
+
+void x__stack_put(struct x__sched *s, fibril_t *f)
+{
+#ifdef X__ASAN
+	/* frames left by fibril_exit() (which never returns) or an abandoned
+	 * fibril stay poisoned; the next user must start clean */
+	ASAN_UNPOISON_MEMORY_REGION(f->stack_lo, (size_t)(f->stack_hi -
+	                                                    f->stack_lo));
+#endif
+	if (x__likely(s->npool < s->pool_max)) {
+		f->next = s->pool;
+		s->pool = f;
+		s->npool++;
+		return;
+	}
+	if (s->ncold < s->cold_max) {
+		if (s->ncold == s->cold_cap) {
+			unsigned cap = s->cold_cap ? s->cold_cap * 2 : 64;
+			char **n = realloc(s->cold, cap * sizeof(*n));
+			if (!n)
+				goto unmap;
+			s->cold = n;
+			s->cold_cap = cap;
+		}
+		char *map = f->map;
+#ifdef X__VALGRIND
+		VALGRIND_STACK_DEREGISTER(f->vg_id);
+#endif
+		madvise(map + s->guard, s->map_size - s->guard, MADV_DONTNEED);
+		s->cold[s->ncold++] = map;
+		return;
+	}
+unmap:
+	stack_unmap(f);
+}
+
+void x__stack_fini(struct x__sched *s)
+{
+	while (s->pool) {
+		fibril_t *f = s->pool;
+		s->pool = f->next;
+		stack_unmap(f);
+	}
+	s->npool = 0;
+	while (s->ncold)
+		munmap(s->cold[--s->ncold], s->map_size);
+	free(s->cold);
+	s->cold = NULL;
+	s->cold_cap = 0;
+}
+
+/* ---- stack overflow reporting ---- */
+
+static struct sigaction old_segv;
+static pthread_once_t segv_once = PTHREAD_ONCE_INIT;
+static int segv_installed;
+
+static size_t fmt_str(char *p, const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		p[n] = s[n], n++;
+	return n;
+}
+
+static size_t fmt_hex(char *p, uintptr_t v)
+{
+	char tmp[2 + 2 * sizeof(v)];
+	size_t n = 0, i = 0;
+	do {
+		tmp[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	p[i++] = '0';
+	p[i++] = 'x';
+	while (n)
+		p[i++] = tmp[--n];
+	return i;
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	fibril_t *f = x__fibril_running();
+	char *addr = si->si_addr;
+
+	if (f && addr >= f->map && addr < f->stack_lo) {
+		char msg[256];
+		size_t n = 0;
+		n += fmt_str(msg + n, "fibril: stack overflow in fibril \"");
+		size_t nl = strnlen(f->name, sizeof(f->name));
+		memcpy(msg + n, f->name, nl);
+		n += nl;
+		n += fmt_str(msg + n, "\" (");
+		n += fmt_hex(msg + n, (uintptr_t)f);
+		n += fmt_str(msg + n, "): fault at ");
+		n += fmt_hex(msg + n, (uintptr_t)addr);
+		n += fmt_str(msg + n, ", stack ");
+		n += fmt_hex(msg + n, (uintptr_t)f->stack_lo);
+		n += fmt_str(msg + n, "-");
+		n += fmt_hex(msg + n, (uintptr_t)f->stack_hi);
+		n += fmt_str(msg + n, "\n");
+		ssize_t r = write(STDERR_FILENO, msg, n);
+		(void)r;
+		/* die of the signal: the faulting instruction re-runs with the
+		 * default action in place */
+		signal(SIGSEGV, SIG_DFL);
+		return;
+	}
+	if (old_segv.sa_flags & SA_SIGINFO) {
+		if (old_segv.sa_sigaction) {
+			old_segv.sa_sigaction(sig, si, uc);
+			return;
+		}
+	} else if (old_segv.sa_handler != SIG_DFL &&
+	           old_segv.sa_handler != SIG_IGN) {
+		old_segv.sa_handler(sig);
+		return;
+	}
+	signal(SIGSEGV, SIG_DFL);
+}
+
+static void segv_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = segv_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &old_segv) == 0)
+		segv_installed = 1;
+}
+
+int x__stack_thread_init(struct x__sched *s)
+{
+	stack_t ss;
+
+	pthread_once(&segv_once, segv_install);
+	/* an overflow leaves no stack to run the handler on: it needs the
+	 * alternate one. Keep one the thread (or ASan) already set up. */
+	if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE))
+		return 0;
+	size_t size = 64u << 10;
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	ss.ss_sp = p;
+	ss.ss_size = size;
+	ss.ss_flags = 0;
+	if (sigaltstack(&ss, NULL) != 0) {
+		int e = errno;
+		munmap(p, size);
+		return -e;
+	}
+	s->altstack = p;
+	s->altstack_size = size;
+	return 0;
+}
+
+void x__stack_thread_fini(struct x__sched *s)
+{
+	if (!s->altstack)
+		return;
+	stack_t ss, cur;
+	if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == s->altstack) {
+		memset(&ss, 0, sizeof(ss));
+		ss.ss_flags = SS_DISABLE;
+		sigaltstack(&ss, NULL);
+	}
+	munmap(s->altstack, s->altstack_size);
+	s->altstack = NULL;
+}
