@@ -44,7 +44,7 @@ x__async_unit = t/fibril/test_async t/fibril/test_async_fibrils \
 	t/fibril/test_async_event \
 	contrib/examples/poll-host contrib/examples/seed002
 TESTS += $(x__async_unit) $(x__async_unit:=-threads.sh)
-#TEMP UNIT_TESTS += $(x__async_unit) $(x__async_unit:=-threads.sh)
+UNIT_TESTS += $(x__async_unit) $(x__async_unit:=-threads.sh)
 
 # ---- examples (each also a test: no argument = self-check) ----
 check_PROGRAMS += contrib/examples/poll-host contrib/examples/seed002
