@@ -6,3 +6,17 @@ fibril_libfibril_la_SOURCES += \
 	fibril/lookup_flight.c \
 	fibril/lookup_sort.c \
 	fibril/lookup_scan.c
+
+# Unit tests (Check): also re-run under ASan+UBSan by `make check-unit`.
+LOOKUP_TESTS = t/fibril/test_lookup_open t/fibril/test_lookup_scan
+check_PROGRAMS += $(LOOKUP_TESTS)
+TESTS += $(LOOKUP_TESTS)
+UNIT_TESTS += $(LOOKUP_TESTS)
+LOOKUP_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+LOOKUP_TEST_LDADD = fibril/libfibril.la $(CHECK_LIBS)
+t_fibril_test_lookup_open_SOURCES = t/fibril/test_lookup_open.c t/fibril/test_lookup.h
+t_fibril_test_lookup_open_CFLAGS = $(LOOKUP_TEST_CFLAGS)
+t_fibril_test_lookup_open_LDADD = $(LOOKUP_TEST_LDADD)
+t_fibril_test_lookup_scan_SOURCES = t/fibril/test_lookup_scan.c t/fibril/test_lookup.h
+t_fibril_test_lookup_scan_CFLAGS = $(LOOKUP_TEST_CFLAGS)
+t_fibril_test_lookup_scan_LDADD = $(LOOKUP_TEST_LDADD)

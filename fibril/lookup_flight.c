@@ -188,7 +188,7 @@ static int slot_issue(struct lk__flight *f, struct lk__slot *s)
 		break;
 	}
 	}
-	long r = lk__submit(&s->res, call, a, slot_cb, s);
+	long r = lk__submit(0, &s->res, call, a, slot_cb, s);
 	if (r > 0) {
 		s->cookie = r;
 		f->inflight++;
@@ -393,7 +393,7 @@ static int getdents_issue(struct lk__flight *f)
 	}
 	unsigned long a[3] = { (unsigned long)f->dirfd, (unsigned long)f->gbuf,
 			       f->gbuf_size };
-	long r = lk__submit(&f->gres, ASYNC_GETDENTS64, a, gd_cb, f);
+	long r = lk__submit(0, &f->gres, ASYNC_GETDENTS64, a, gd_cb, f);
 	if (r > 0) {
 		f->gcookie = r;
 		f->inflight++;

@@ -51,7 +51,8 @@ extern __thread struct lk_stats lk__st;
 
 /* async_submit_cb(), or the plain system call when this thread has no
  * engine. Same return convention. */
-LK__HIDDEN long lk__submit(long *res, long call, const unsigned long *args,
+LK__HIDDEN long lk__submit(unsigned long flags, long *res, long call,
+			   const unsigned long *args,
 			   void (*cb)(void *, long), void *arg);
 /* The plain system call for @call (used inline). */
 LK__HIDDEN long lk__syscall(long call, const unsigned long *args);

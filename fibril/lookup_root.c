@@ -184,10 +184,10 @@ long lk__syscall(long call, const unsigned long *a)
 	return r < 0 ? -errno : r;
 }
 
-long lk__submit(long *res, long call, const unsigned long *args,
-		void (*cb)(void *, long), void *arg)
+long lk__submit(unsigned long flags, long *res, long call,
+		const unsigned long *args, void (*cb)(void *, long), void *arg)
 {
-	long r = async_submit_cb(0, res, call, args, cb, arg);
+	long r = async_submit_cb(flags, res, call, args, cb, arg);
 	if (r != -ENXIO)
 		return r;
 	*res = lk__syscall(call, args);
@@ -357,7 +357,8 @@ static int open_start(lk_root_t *r, const char *relpath, int oflags,
 		return -ECANCELED;
 	struct open_how how = {
 		.flags = (uint64_t)(unsigned)oflags | O_CLOEXEC,
-		.mode = (oflags & (O_CREAT | O_TMPFILE)) ? 0644 : 0,
+		.mode = ((oflags & O_CREAT) ||
+			 (oflags & O_TMPFILE) == O_TMPFILE) ? 0644 : 0,
 		.resolve = lk__resolve_flags(r),
 	};
 	int rc = open_inline(r, relpath, &how, out);
@@ -379,7 +380,11 @@ static int open_start(lk_root_t *r, const char *relpath, int oflags,
 	lk__group_join(g, &op->m, op_cancel_member);
 	unsigned long args[4] = { (unsigned long)r->fd, (unsigned long)op->path,
 				  (unsigned long)&op->how, sizeof(op->how) };
-	long c = lk__submit(&op->res, ASYNC_OPENAT2, args, op_cb, op);
+	unsigned long fl = 0;
+#ifdef ASYNC_F_NOINLINE
+	fl = ASYNC_F_NOINLINE;   /* our RESOLVE_CACHED attempt just failed */
+#endif
+	long c = lk__submit(fl, &op->res, ASYNC_OPENAT2, args, op_cb, op);
 	if (c <= 0) {
 		/* Done now (or not submitted): report inline, no callback. */
 		long res = c < 0 ? c : op->res;
