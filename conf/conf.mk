@@ -1,1 +1,19 @@
-# conf/conf.mk: owned by its folder's work; appends to the variables of Makefile.am
+# conf/conf.mk: the configuration parser/validator and the sample file.
+noinst_LTLIBRARIES += conf/libconf.la
+conf_libconf_la_SOURCES = conf/conf.c conf/conf.h
+conf_libconf_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
+conf_libconf_la_LIBADD = $(INIH_LIBS)
+
+sysconf_DATA = conf/fileserverd.conf
+EXTRA_DIST += conf/fileserverd.conf
+dist_man_MANS += man/fileserverd.conf.5
+
+# Check unit tests of the parser (also run under ASan+UBSan).
+CONF_TESTS = t/conf/test_conf
+check_PROGRAMS += $(CONF_TESTS)
+TESTS += $(CONF_TESTS)
+UNIT_TESTS += $(CONF_TESTS)
+t_conf_test_conf_SOURCES = t/conf/test_conf.c
+t_conf_test_conf_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
+	-DSRCDIR='"$(abs_top_srcdir)"'
+t_conf_test_conf_LDADD = conf/libconf.la $(CHECK_LIBS)

@@ -1,1 +1,21 @@
-# daemon/daemon.mk: owned by its folder's work; appends to the variables of Makefile.am
+# daemon/daemon.mk: fileserverd itself, built at the top of the build dir.
+sbin_PROGRAMS += fileserverd
+fileserverd_SOURCES = \
+	daemon/daemon.h \
+	daemon/main.c \
+	daemon/worker.c \
+	daemon/request.c \
+	daemon/respond.c \
+	daemon/reqhdr.c daemon/reqhdr.h \
+	daemon/check.c daemon/check.h \
+	daemon/compat.c daemon/compat.h \
+	daemon/static.c \
+	daemon/listing.c daemon/listing.h \
+	daemon/log.c daemon/log.h
+fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS)
+fileserverd_LDADD = fibril/libfibril.la conf/libconf.la \
+	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) -lpthread
+
+dist_man_MANS += man/fileserverd.8
+
+EXTRA_DIST += contrib/systemd/fileserverd.service

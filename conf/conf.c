@@ -1,0 +1,639 @@
+#include "first.h"
+
+#include "conf/conf.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* State of one conf_load(): libinih does not pass line numbers to the
+ * handler in Debian's build (INI_HANDLER_LINENO 0), so our own reader
+ * counts lines and checks syntax before inih sees a line. */
+struct load {
+	struct conf *c;
+	const char *path;
+	FILE *f;
+	int line;
+	int errors;
+	bool prev_key;          /* previous non-blank line was name=value */
+	conf_err_fn *err;
+	void *arg;
+	char section[128];      /* last section seen, for [dir] bookkeeping */
+	struct conf_dir *dir;   /* current [dir] section, or NULL */
+};
+
+static void report(struct load *ld, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void report(struct load *ld, int line, const char *fmt, ...)
+{
+	char msg[512], full[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (line > 0)
+		snprintf(full, sizeof full, "%s:%d: %s", ld->path, line, msg);
+	else
+		snprintf(full, sizeof full, "%s: %s", ld->path, msg);
+	ld->errors++;
+	if (ld->err)
+		ld->err(ld->arg, full);
+}
+
+int conf_set_str(char **slot, const char *value)
+{
+	char *s = strdup(value);
+
+	if (!s)
+		return -ENOMEM;
+	free(*slot);
+	*slot = s;
+	return 0;
+}
+
+int conf_init(struct conf *c)
+{
+	memset(c, 0, sizeof *c);
+	c->workers = 1;
+	c->log_level = CONF_LOG_NOTICE;
+	c->sidecars = true;
+	c->max_ranges = 16;
+	c->request_timeout = 30;
+	c->connection_timeout = 60;
+	c->max_connections = 4096;
+	c->max_listings = 8;
+	c->small_file_max = 65536;
+	c->listing.enabled = true;
+	c->listing.dotfiles = false;
+	c->listing.format = CONF_FMT_HTML;
+	c->listing.sort = CONF_SORT_NAME;
+	c->listing.window = 256;
+	if (conf_set_str(&c->root, ".") || conf_set_str(&c->error_log, "-") ||
+	    conf_set_str(&c->index, "index.html") ||
+	    conf_set_str(&c->mime_types, "/etc/mime.types") ||
+	    conf_set_str(&c->default_type, "application/octet-stream")) {
+		conf_free(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void conf_free(struct conf *c)
+{
+	for (size_t i = 0; i < c->nlisten; i++)
+		free(c->listen[i].text);
+	free(c->listen);
+	for (size_t i = 0; i < c->ndirs; i++)
+		free(c->dirs[i].path);
+	free(c->dirs);
+	free(c->root);
+	free(c->user);
+	free(c->group);
+	free(c->access_log);
+	free(c->error_log);
+	free(c->index);
+	free(c->mime_types);
+	free(c->default_type);
+	memset(c, 0, sizeof *c);
+}
+
+static int parse_port(const char *s, in_port_t *out)
+{
+	char *end;
+	long v;
+
+	if (!*s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > 65535)
+		return -EINVAL;
+	*out = htons((in_port_t)v);
+	return 0;
+}
+
+int conf_parse_listen(const char *text, struct sockaddr_storage *ss,
+                      socklen_t *len)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *colon, *port;
+	in_port_t p;
+
+	memset(ss, 0, sizeof *ss);
+	if (text[0] == '[') {
+		const char *rb = strchr(text, ']');
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		if (!rb || rb[1] != ':' || (size_t)(rb - text - 1) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, text + 1, (size_t)(rb - text - 1));
+		host[rb - text - 1] = 0;
+		if (parse_port(rb + 2, &p) < 0 ||
+		    inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+			return -EINVAL;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = p;
+		*len = sizeof *s6;
+		return 0;
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	colon = strrchr(text, ':');
+	if (!colon) {
+		host[0] = 0;
+		port = text;
+	} else {
+		if ((size_t)(colon - text) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, text, (size_t)(colon - text));
+		host[colon - text] = 0;
+		port = colon + 1;
+	}
+	if (parse_port(port, &p) < 0)
+		return -EINVAL;
+	s4->sin_family = AF_INET;
+	s4->sin_port = p;
+	if (!host[0] || !strcmp(host, "*"))
+		s4->sin_addr.s_addr = htonl(INADDR_ANY);
+	else if (!strcmp(host, "localhost"))
+		s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+		return -EINVAL;
+	*len = sizeof *s4;
+	return 0;
+}
+
+int conf_add_listen(struct conf *c, const char *text)
+{
+	struct conf_listen *l;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (conf_parse_listen(text, &ss, &len) < 0)
+		return -EINVAL;
+	l = realloc(c->listen, (c->nlisten + 1) * sizeof *l);
+	if (!l)
+		return -ENOMEM;
+	c->listen = l;
+	l += c->nlisten;
+	l->text = strdup(text);
+	if (!l->text)
+		return -ENOMEM;
+	l->addr = ss;
+	l->addrlen = len;
+	c->nlisten++;
+	return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	static const char *const yes[] = { "on", "yes", "true", "1" };
+	static const char *const no[] = { "off", "no", "false", "0" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i]))
+			return *out = true, 0;
+		if (!strcasecmp(v, no[i]))
+			return *out = false, 0;
+	}
+	return -EINVAL;
+}
+
+/* Unsigned integer in [lo, hi] with an optional k/m/g suffix if @sized. */
+static int parse_uint(const char *v, unsigned long long lo,
+                      unsigned long long hi, bool sized,
+                      unsigned long long *out)
+{
+	unsigned long long n;
+	char *end;
+
+	if (!isdigit((unsigned char)*v))
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (sized && *end) {
+		unsigned shift = 0;
+		switch (tolower((unsigned char)*end)) {
+		case 'k': shift = 10; break;
+		case 'm': shift = 20; break;
+		case 'g': shift = 30; break;
+		default: return -EINVAL;
+		}
+		if (n > (ULLONG_MAX >> shift))
+			return -EINVAL;
+		n <<= shift;
+		end++;
+	}
+	if (*end || n < lo || n > hi)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
+static const char *const levels[] = {
+	[CONF_LOG_ERR] = "error", [CONF_LOG_WARNING] = "warning",
+	[CONF_LOG_NOTICE] = "notice", [CONF_LOG_INFO] = "info",
+	[CONF_LOG_DEBUG] = "debug",
+};
+
+static int pick(const char *v, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (names[i] && !strcasecmp(v, names[i]))
+			return i;
+	return -1;
+}
+
+static const char *const formats[] = { "html", "json", "ndjson" };
+static const char *const sorts[] = { "name", "size", "mtime", "none" };
+
+#define BAD(...) do { report(ld, ld->line, __VA_ARGS__); return 1; } while (0)
+#define OOM() BAD("out of memory")
+
+static int set_uint(struct load *ld, const char *name, const char *v,
+                    unsigned long long lo, unsigned long long hi,
+                    bool sized, unsigned long long *out)
+{
+	if (parse_uint(v, lo, hi, sized, out) < 0) {
+		report(ld, ld->line, "%s: expected a number from %llu to %llu%s, got '%s'",
+		       name, lo, hi, sized ? " (k/m/g suffix allowed)" : "", v);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_bool(struct load *ld, const char *name, const char *v, bool *out)
+{
+	if (parse_bool(v, out) < 0) {
+		report(ld, ld->line, "%s: expected on or off, got '%s'", name, v);
+		return -1;
+	}
+	return 0;
+}
+
+static int listing_key(struct load *ld, struct conf_listing *l,
+                       const char *name, const char *v)
+{
+	unsigned long long n;
+	int i;
+
+	if (!strcmp(name, "enabled"))
+		set_bool(ld, name, v, &l->enabled);
+	else if (!strcmp(name, "dotfiles"))
+		set_bool(ld, name, v, &l->dotfiles);
+	else if (!strcmp(name, "default_format")) {
+		if ((i = pick(v, formats, 3)) < 0)
+			BAD("default_format: expected html, json or ndjson, got '%s'", v);
+		l->format = (enum conf_listing_fmt)i;
+	} else if (!strcmp(name, "default_sort")) {
+		if ((i = pick(v, sorts, 4)) < 0)
+			BAD("default_sort: expected name, size, mtime or none, got '%s'", v);
+		l->sort = (enum conf_listing_sort)i;
+	} else if (!strcmp(name, "window")) {
+		if (!set_uint(ld, name, v, 1, 65536, false, &n))
+			l->window = (unsigned)n;
+	} else
+		BAD("unknown key '%s' in [listing]", name);
+	return 1;
+}
+
+static int server_key(struct load *ld, const char *name, const char *v)
+{
+	struct conf *c = ld->c;
+	unsigned long long n;
+	int i;
+
+#define STR(key, slot) \
+	if (!strcmp(name, key)) { \
+		if (!*v) BAD("%s: empty value", key); \
+		if (conf_set_str(&c->slot, v)) OOM(); \
+		return 1; \
+	}
+#define UINT(key, slot, lo, hi, sized) \
+	if (!strcmp(name, key)) { \
+		if (!set_uint(ld, key, v, lo, hi, sized, &n)) c->slot = n; \
+		return 1; \
+	}
+
+	if (!strcmp(name, "listen")) {
+		int r = conf_add_listen(c, v);
+		if (r == -ENOMEM)
+			OOM();
+		if (r < 0)
+			BAD("listen: expected ADDR:PORT, [IPV6]:PORT or PORT, got '%s'", v);
+		return 1;
+	}
+	STR("root", root)
+	STR("user", user)
+	STR("group", group)
+	STR("error_log", error_log)
+	STR("mime_types", mime_types)
+	STR("default_type", default_type)
+	if (!strcmp(name, "access_log")) {
+		if (!*v)
+			BAD("access_log: empty value (use off)");
+		if (!strcmp(v, "off")) {
+			free(c->access_log);
+			c->access_log = NULL;
+		} else if (conf_set_str(&c->access_log, v))
+			OOM();
+		return 1;
+	}
+	if (!strcmp(name, "index")) {
+		if (strchr(v, '/'))
+			BAD("index: a file name without '/', got '%s'", v);
+		if (conf_set_str(&c->index, strcmp(v, "off") ? v : ""))
+			OOM();
+		return 1;
+	}
+	if (!strcmp(name, "log_level")) {
+		if ((i = pick(v, levels, CONF_LOG_DEBUG + 1)) < 0)
+			BAD("log_level: expected error, warning, notice, info or debug, got '%s'", v);
+		c->log_level = i;
+		return 1;
+	}
+	if (!strcmp(name, "sidecars")) {
+		set_bool(ld, name, v, &c->sidecars);
+		return 1;
+	}
+	UINT("workers", workers, 1, 1024, false)
+	UINT("max_ranges", max_ranges, 1, 1000, false)
+	UINT("request_timeout", request_timeout, 1, 86400, false)
+	UINT("connection_timeout", connection_timeout, 1, 86400, false)
+	UINT("max_connections", max_connections, 1, 1000000, false)
+	UINT("max_listings", max_listings, 1, 100000, false)
+	UINT("small_file_max", small_file_max, 0, 1ULL << 30, true)
+	BAD("unknown key '%s' in [server]", name);
+#undef STR
+#undef UINT
+}
+
+/* "/a//b/" → "/a/b"; refuses "." and ".." segments. */
+static char *norm_dir(const char *p)
+{
+	size_t n = strlen(p);
+	char *out = malloc(n + 2), *o = out;
+
+	if (!out)
+		return NULL;
+	*o++ = '/';
+	while (*p) {
+		const char *seg;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		seg = p;
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - seg);
+		if (!len)
+			continue;
+		if ((len == 1 && seg[0] == '.') || (len == 2 && !memcmp(seg, "..", 2))) {
+			free(out);
+			errno = EINVAL;
+			return NULL;
+		}
+		if (o[-1] != '/')
+			*o++ = '/';
+		memcpy(o, seg, len);
+		o += len;
+	}
+	*o = 0;
+	return out;
+}
+
+/* `dir "/path"` (quotes optional) → a new conf_dir. */
+static int begin_dir(struct load *ld, const char *section)
+{
+	struct conf *c = ld->c;
+	const char *p = section + 3;
+	char buf[256];
+	size_t n;
+	struct conf_dir *d;
+	char *norm;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	n = strlen(p);
+	if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
+		p++;
+		n -= 2;
+	}
+	if (!n || n >= sizeof buf || p[0] != '/') {
+		report(ld, ld->line, "[%s]: expected [dir \"/url/path\"]", section);
+		return -1;
+	}
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	norm = norm_dir(buf);
+	if (!norm) {
+		report(ld, ld->line, "[%s]: path must not contain '.' or '..' segments", section);
+		return -1;
+	}
+	for (size_t i = 0; i < c->ndirs; i++)
+		if (!strcmp(c->dirs[i].path, norm)) {
+			ld->dir = &c->dirs[i];
+			free(norm);
+			return 0;
+		}
+	d = realloc(c->dirs, (c->ndirs + 1) * sizeof *d);
+	if (!d) {
+		free(norm);
+		report(ld, ld->line, "out of memory");
+		return -1;
+	}
+	c->dirs = d;
+	d += c->ndirs++;
+	d->path = norm;
+	d->line = ld->line;
+	d->listing = -1;
+	d->dotfiles = -1;
+	ld->dir = d;
+	return 0;
+}
+
+static int handler(void *user, const char *section, const char *name,
+                   const char *value)
+{
+	struct load *ld = user;
+
+	if (strcmp(section, ld->section)) {
+		snprintf(ld->section, sizeof ld->section, "%s", section);
+		ld->dir = NULL;
+		if (!strncmp(section, "dir", 3) &&
+		    (section[3] == ' ' || section[3] == '\t'))
+			if (begin_dir(ld, section) < 0)
+				return 1;
+	}
+	if (!strcmp(section, "server"))
+		return server_key(ld, name, value);
+	if (!strcmp(section, "listing"))
+		return listing_key(ld, &ld->c->listing, name, value);
+	if (ld->dir) {
+		bool b;
+		if (!strcmp(name, "listing")) {
+			if (!set_bool(ld, name, value, &b))
+				ld->dir->listing = b;
+		} else if (!strcmp(name, "dotfiles")) {
+			if (!set_bool(ld, name, value, &b))
+				ld->dir->dotfiles = b;
+		} else
+			BAD("unknown key '%s' in [%s]", name, section);
+		return 1;
+	}
+	if (!strncmp(section, "dir", 3) && (section[3] == ' ' || section[3] == '\t'))
+		return 1;       /* bad [dir] header, already reported */
+	if (!*section)
+		BAD("'%s' outside any section (start with [server])", name);
+	BAD("unknown section [%s]", section);
+}
+
+/* inih's reader: one line per call, counted; syntax checked here so that
+ * every error carries its own line number. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct load *ld = stream;
+	char line[4096];
+	const char *p;
+	size_t n;
+
+	if (!fgets(line, sizeof line, ld->f))
+		return NULL;
+	ld->line++;
+	n = strlen(line);
+	if (n == sizeof line - 1 && line[n - 1] != '\n') {
+		int ch;
+		while ((ch = fgetc(ld->f)) != EOF && ch != '\n')
+			;
+		report(ld, ld->line, "line too long");
+		goto blank;
+	}
+	for (p = line; *p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'; p++)
+		;
+	if (!*p || *p == '#' || *p == ';')
+		goto blank_keep;
+	if ((unsigned char)p[0] == 0xEF && ld->line == 1)
+		goto pass;      /* BOM: inih strips it */
+	if (*p == '[') {
+		if (!strchr(p, ']')) {
+			report(ld, ld->line, "syntax error: missing ']'");
+			goto blank;
+		}
+		ld->prev_key = false;
+		goto pass;
+	}
+	if (p != line && ld->prev_key) {
+		report(ld, ld->line, "syntax error: continuation lines are not supported");
+		goto blank;
+	}
+	if (!strpbrk(p, "=:")) {
+		report(ld, ld->line, "syntax error: expected name = value");
+		goto blank;
+	}
+	if (*p == '=' || *p == ':') {
+		report(ld, ld->line, "syntax error: missing name before '%c'", *p);
+		goto blank;
+	}
+	ld->prev_key = true;
+pass:
+	if (n >= (size_t)num) {
+		report(ld, ld->line, "line too long (at most %d characters)", num - 2);
+		goto blank;
+	}
+	memcpy(str, line, n + 1);
+	return str;
+blank:
+	ld->prev_key = false;
+blank_keep:
+	str[0] = '\n';
+	str[1] = 0;
+	return str;
+}
+
+int conf_load(struct conf *c, const char *path, conf_err_fn *err, void *arg)
+{
+	struct load ld = { .c = c, .path = path, .err = err, .arg = arg };
+	int r;
+
+	ld.f = fopen(path, "r");
+	if (!ld.f) {
+		r = -errno;
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s: cannot open: %s", path, strerror(-r));
+		if (err)
+			err(arg, msg);
+		return r;
+	}
+	c->file = path;
+	r = ini_parse_stream(reader, &ld, handler, &ld);
+	fclose(ld.f);
+	if (r > 0 && !ld.errors)
+		report(&ld, r, "syntax error");
+	else if (r < 0)
+		report(&ld, 0, "parse failed");
+	return ld.errors;
+}
+
+static int dir_cmp(const void *a, const void *b)
+{
+	const struct conf_dir *x = a, *y = b;
+	size_t lx = strlen(x->path), ly = strlen(y->path);
+
+	return lx < ly ? 1 : lx > ly ? -1 : strcmp(x->path, y->path);
+}
+
+int conf_validate(struct conf *c, conf_err_fn *err, void *arg)
+{
+	struct load ld = { .c = c, .path = c->file ? c->file : "fileserverd",
+	                   .err = err, .arg = arg };
+
+	if (!c->root || !*c->root)
+		report(&ld, 0, "root: not set");
+	if (c->group && !c->user)
+		report(&ld, 0, "group is set but user is not");
+	if (c->ndirs)
+		qsort(c->dirs, c->ndirs, sizeof *c->dirs, dir_cmp);
+	return ld.errors;
+}
+
+static bool prefix_of(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1)
+		return true;    /* "/" */
+	return !strncmp(dir, path, n) && (path[n] == 0 || path[n] == '/');
+}
+
+void conf_listing_for(const struct conf *c, const char *path,
+                      struct conf_listing *out)
+{
+	int have_l = 0, have_d = 0;
+
+	*out = c->listing;
+	/* dirs are sorted longest first: the first match of each key wins */
+	for (size_t i = 0; i < c->ndirs && !(have_l && have_d); i++) {
+		const struct conf_dir *d = &c->dirs[i];
+		if (!prefix_of(d->path, path))
+			continue;
+		if (!have_l && d->listing >= 0) {
+			out->enabled = d->listing;
+			have_l = 1;
+		}
+		if (!have_d && d->dotfiles >= 0) {
+			out->dotfiles = d->dotfiles;
+			have_d = 1;
+		}
+	}
+}

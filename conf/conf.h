@@ -1,0 +1,112 @@
+/*
+ * fileserverd configuration: defaults, the INI-style file (libinih),
+ * validation. Pure data; no I/O beyond reading the file.
+ *
+ * Threading: build a struct conf on one thread (conf_init, conf_load,
+ * conf_validate); afterwards it is read-only and may be shared by every
+ * worker without locks. conf_free() releases it.
+ */
+#ifndef FSD_CONF_H
+#define FSD_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+enum conf_listing_fmt { CONF_FMT_HTML = 0, CONF_FMT_JSON, CONF_FMT_NDJSON };
+enum conf_listing_sort { CONF_SORT_NAME = 0, CONF_SORT_SIZE, CONF_SORT_MTIME,
+                         CONF_SORT_NONE };
+
+/** One `listen` value, resolved. */
+struct conf_listen {
+	char *text;                   /**< as written, e.g. "127.0.0.1:8080" */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+};
+
+/** Listing settings; [listing] gives the defaults, [dir "/x"] overrides. */
+struct conf_listing {
+	bool enabled;                 /**< listings on (default true) */
+	bool dotfiles;                /**< show names starting with '.' (default false) */
+	enum conf_listing_fmt format; /**< default_format (default html) */
+	enum conf_listing_sort sort;  /**< default_sort (default name) */
+	unsigned window;              /**< statx window (default 256) */
+};
+
+/** A [dir "/path"] section: settings for a URL path prefix. */
+struct conf_dir {
+	char *path;                   /**< normalised, starts with '/', no trailing '/' (except "/") */
+	int line;                     /**< where the section starts */
+	int listing;                  /**< -1 unset, else 0/1 */
+	int dotfiles;                 /**< -1 unset, else 0/1 */
+};
+
+enum conf_log_level { CONF_LOG_ERR = 3, CONF_LOG_WARNING = 4,
+                      CONF_LOG_NOTICE = 5, CONF_LOG_INFO = 6,
+                      CONF_LOG_DEBUG = 7 };
+
+struct conf {
+	const char *file;             /**< the file loaded, or NULL (borrowed) */
+	struct conf_listen *listen;   /**< nlisten entries */
+	size_t nlisten;
+	char *root;                   /**< document root (default ".") */
+	unsigned workers;             /**< worker threads (default 1) */
+	char *user, *group;           /**< drop privileges to these (NULL: don't) */
+	char *access_log;             /**< path, "-" for stderr, "off" → NULL */
+	char *error_log;              /**< path, "-" (default) for stderr */
+	int log_level;                /**< syslog level (default CONF_LOG_NOTICE) */
+	char *index;                  /**< index file name (default "index.html"; "" off) */
+	char *mime_types;             /**< mime.types path (default /etc/mime.types) */
+	char *default_type;           /**< default "application/octet-stream" */
+	bool sidecars;                /**< precompressed .br/.zst/.gz (default on) */
+	unsigned max_ranges;          /**< ranges per request (default 16) */
+	unsigned request_timeout;     /**< seconds for a suspended request (default 30) */
+	unsigned connection_timeout;  /**< idle keep-alive seconds (default 60) */
+	unsigned max_connections;     /**< per worker (default 4096) */
+	unsigned max_listings;        /**< listings in progress per worker (default 8) */
+	size_t small_file_max;        /**< bodies up to this are read into memory (default 65536) */
+	struct conf_listing listing;
+	struct conf_dir *dirs;        /**< ndirs [dir] sections, longest path first after validate */
+	size_t ndirs;
+};
+
+/** Receives one "file:line: message" (no newline). */
+typedef void conf_err_fn(void *arg, const char *msg);
+
+/** Fills @c with the built-in defaults (no listen address yet: the
+ *  daemon adds 127.0.0.1:8080 when none is given). Returns 0 or -ENOMEM. */
+int conf_init(struct conf *c);
+
+/** Reads @path into @c (on top of what is there). Every problem is
+ *  reported through @err as "path:line: message"; parsing continues
+ *  after an error so that all of them are reported.
+ *  Returns the number of errors (0: success), or -errno if the file
+ *  cannot be opened (also reported through @err). */
+int conf_load(struct conf *c, const char *path, conf_err_fn *err, void *arg);
+
+/** Adds a listen address ("ADDR:PORT", "[V6]:PORT", ":PORT" or "PORT").
+ *  Returns 0, -EINVAL for a malformed value, -ENOMEM. */
+int conf_add_listen(struct conf *c, const char *text);
+
+/** Parses a listen value without storing it. Returns 0 or -EINVAL. */
+int conf_parse_listen(const char *text, struct sockaddr_storage *ss,
+                      socklen_t *len);
+
+/** Replaces a string setting (copies @value). Returns 0 or -ENOMEM. */
+int conf_set_str(char **slot, const char *value);
+
+/** Checks cross-field rules (root set, workers > 0, ...) and orders the
+ *  [dir] sections. Problems go through @err ("file: message" when no
+ *  line applies). Returns the number of errors. */
+int conf_validate(struct conf *c, conf_err_fn *err, void *arg);
+
+/** Listing settings effective for URL path @path (decoded, normalised,
+ *  starting with '/'): [listing] overridden by the longest matching
+ *  [dir] prefix. */
+void conf_listing_for(const struct conf *c, const char *path,
+                      struct conf_listing *out);
+
+/** Frees everything @c owns and zeroes it. */
+void conf_free(struct conf *c);
+
+#endif

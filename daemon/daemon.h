@@ -1,0 +1,150 @@
+/*
+ * fileserverd internals shared by the files of daemon/ (not installed).
+ *
+ * Threads: main() parses the configuration, binds the sockets, drops
+ * privileges, then starts one worker thread per -w; each worker owns an
+ * event_base, an async engine, a fibril scheduler and one MHD daemon per
+ * listen address, and everything hanging off a request belongs to the
+ * worker that accepted it. The only cross-thread paths are the stop
+ * eventfd (main → worker) and the log queue (worker → log thread).
+ */
+#ifndef FSD_DAEMON_H
+#define FSD_DAEMON_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <microhttpd.h>
+
+#include "conf/conf.h"
+
+struct event;
+struct event_base;
+typedef struct fibril fibril_t;
+typedef struct async_engine async_engine_t;
+
+/* ---- the server: read-only once workers run ---- */
+struct fsd_server {
+	struct conf conf;
+	int rootfd;                 /* O_PATH|O_DIRECTORY fd of conf.root */
+	struct lk_root *lkroot;     /* lookup engine root, or NULL */
+	atomic_bool stopping;
+};
+extern struct fsd_server fsd;
+
+/* ---- requests ---- */
+enum fsd_method { FSD_M_OTHER = 0, FSD_M_GET, FSD_M_HEAD, FSD_M_OPTIONS };
+
+enum fsd_rq_state {
+	RQ_NEW = 0,     /* URI seen, access handler not called yet */
+	RQ_RUNNING,     /* the fibril has not finished */
+	RQ_DONE,        /* rq->resp is ready to queue */
+	RQ_QUEUED,      /* handed to MHD */
+};
+
+/* Request headers the handlers use, copied out of MHD's connection
+ * memory so that a fibril that outlives its connection (deadline passed)
+ * never touches freed memory. NULL when absent. */
+struct fsd_hdrs {
+	const char *host, *range, *if_range, *if_match, *if_none_match,
+		*if_modified_since, *if_unmodified_since, *accept_encoding,
+		*accept, *referer, *user_agent;
+};
+
+struct fsd_worker;
+
+struct fsd_req {
+	struct fsd_worker *w;
+	struct MHD_Connection *conn;   /* NULL once abandoned */
+	char *uri;                     /* raw request-target, owned */
+	char *method_str;              /* owned copy for the log */
+	char version[12];
+	enum fsd_method method;
+	enum fsd_rq_state state;
+	unsigned refs;                 /* connection + running fibril */
+	bool suspended;
+	bool abandoned;                /* deadline or stop: fibril runs on alone */
+	struct lk_group *group;        /* the fibril's lookups, cancelled together */
+	long cookie;                   /* the fibril's pending raw async call, or 0 */
+	uint64_t deadline_ns;
+	struct fsd_req *prev, *next;   /* worker's suspended list */
+
+	struct fsd_hdrs h;
+	char *hdr_mem;                 /* owns the strings of h */
+
+	/* result, set by the fibril */
+	unsigned status;
+	struct MHD_Response *resp;
+	uint64_t body_len;             /* for the access log */
+	bool close;                    /* framing can't be trusted: close after */
+
+	/* for the access log */
+	char addr[48];
+	int64_t start_s;
+};
+
+/* ---- worker ---- */
+struct fsd_worker {
+	unsigned id;
+	struct event_base *base;
+	async_engine_t *engine;
+	size_t nmhd;
+	struct MHD_Daemon **mhd;
+	int *listen_fds;
+	struct event **mhd_ev;
+	struct event *timer, *stop_ev;
+	int stop_efd;
+	struct fsd_req *susp_head;     /* suspended requests, oldest first */
+	struct fsd_req *susp_tail;
+	unsigned listings;             /* listings in progress */
+	bool stopping;
+	uint64_t stop_deadline_ns;
+};
+
+/* worker.c */
+int fsd_worker_start(struct fsd_worker *w);
+void fsd_worker_stop(struct fsd_worker *w);   /* from main: async */
+void fsd_worker_join(struct fsd_worker *w);
+/* Puts @rq on the suspended list with its deadline. */
+void fsd_worker_track(struct fsd_worker *w, struct fsd_req *rq);
+void fsd_worker_untrack(struct fsd_worker *w, struct fsd_req *rq);
+
+/* request.c: MHD callbacks (cls is the worker) */
+void *fsd_uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c);
+enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn, const char *url,
+                  const char *method, const char *version,
+                  const char *upload_data, size_t *upload_data_size,
+                  void **con_cls);
+void fsd_completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe);
+/* Deadline passed or the worker stops: answer 503 now, leave the fibril
+ * (its calls cancelled) to finish on its own. */
+void fsd_req_abandon(struct fsd_req *rq, unsigned status);
+/* Cancels the request fibril's pending lookups and async call. */
+void fsd_req_cancel_calls(struct fsd_req *rq);
+
+/* Sets rq's result to a small error page (status, optional Allow /
+ * Location). Runs on the fibril or in the handler. */
+void fsd_req_error(struct fsd_req *rq, unsigned status);
+/* 301/302 to @location (copied). */
+void fsd_req_redirect(struct fsd_req *rq, unsigned status, const char *location);
+/* OPTIONS: 204 with Allow. */
+void fsd_req_options(struct fsd_req *rq);
+/* A failed lookup/read: maps -errno to 404/403/414/503, or logs it with
+ * the path and answers 500. */
+void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int err);
+/* Sets rq->resp/status; takes ownership of @resp. */
+void fsd_req_respond(struct fsd_req *rq, unsigned status,
+                     struct MHD_Response *resp, uint64_t body_len);
+/* Adds the headers every response carries (Date is MHD's). */
+void fsd_resp_common(struct MHD_Response *resp);
+
+/* static.c: the request fibril's body */
+void fsd_static_handle(struct fsd_req *rq);
+/* mime */
+int fsd_mime_load(const char *path);
+const char *fsd_mime_type(const char *name);
+
+#endif

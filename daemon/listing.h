@@ -1,0 +1,44 @@
+/*
+ * Directory listings: the hook static.c calls for a directory without an
+ * index file. Owned by the listing work (issue 7); this header is the
+ * contract between the two.
+ *
+ * fsd_listing_handle() runs on the request's fibril (it may park: use
+ * lk_scan_* with rq->group so that a deadline or a stop cancels the
+ * scan). It must answer exactly once through fsd_req_respond() (or
+ * fsd_req_error()) before returning 0; the response may be a callback
+ * (streamed) response whose reader runs later on the worker's loop
+ * thread, from libmicrohttpd, outside any fibril: such a reader must not
+ * park and must use lk_scan_next_cb() to get more entries.
+ *
+ * Arguments:
+ *  rq       the request: rq->method (GET or HEAD), rq->uri (raw target,
+ *           with the query string: ?format=&sort=&order=&limit=&after=),
+ *           rq->h (Accept, Accept-Encoding, If-None-Match... copied).
+ *  dir      the directory as opened by lk_open() (fd + statx). The hook
+ *           takes ownership of dir->fd (close it, or hand it to a scan).
+ *  urlpath  decoded, normalised URL path of the directory, ending in '/'
+ *           ("/", "/a/b c/").
+ *  relpath  the same path relative to the root for lk_scan_open()
+ *           ("." for the root, "a/b c" otherwise).
+ *  cfg      the effective [listing]/[dir] settings for urlpath.
+ *
+ * Returns 0 when answered. Returns -ENOSYS to let the caller answer 403
+ * (listing disabled or not supported); dir->fd is then still closed by
+ * the hook.
+ *
+ * The per-worker count of listings in progress is rq->w->listings
+ * (bounded by fsd.conf.max_listings: answer 503 with Retry-After beyond).
+ */
+#ifndef FSD_LISTING_H
+#define FSD_LISTING_H
+
+#include "daemon/daemon.h"
+
+struct lk_file;
+
+int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
+                       const char *urlpath, const char *relpath,
+                       const struct conf_listing *cfg);
+
+#endif

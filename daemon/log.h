@@ -1,0 +1,49 @@
+/*
+ * Logging: the access log (Combined Log Format) and the error log.
+ *
+ * Neither ever blocks a worker on the file system: lines are formatted
+ * into a per-thread buffer, and full buffers (or, once a second, any
+ * buffer) go to one writer thread through a mutex-protected queue. If
+ * the writer falls behind by more than FSD_LOG_BACKLOG bytes, lines are
+ * dropped and counted rather than stalling the workers.
+ */
+#ifndef FSD_LOG_H
+#define FSD_LOG_H
+
+#include <stdarg.h>
+#include <syslog.h>
+
+#include "conf/conf.h"
+
+struct fsd_req;
+
+/** Opens the logs named in @c and starts the writer thread. Before this
+ *  (and after fsd_log_close) fsd_log() writes straight to stderr.
+ *  Returns 0 or -errno (with a message on stderr). Main thread. */
+int fsd_log_open(const struct conf *c);
+
+/** Flushes everything queued, stops the writer and closes the files. */
+void fsd_log_close(void);
+
+/** Asks the writer to reopen both files (SIGHUP, for logrotate). Any thread. */
+void fsd_log_reopen(void);
+
+/** Error log line at syslog @level (LOG_ERR ... LOG_DEBUG), filtered by
+ *  log_level. Any thread; never blocks on I/O once the writer runs. */
+void fsd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fsd_vlog(int level, const char *fmt, va_list ap);
+
+/** A filesystem error: "what path: strerror(err)" at LOG_ERR/LOG_WARNING.
+ *  @err is a positive or negative errno. */
+void fsd_log_fs(int level, const char *what, const char *path, int err);
+
+/** Appends @rq's Combined Log Format line to this thread's buffer. */
+void fsd_access_log(const struct fsd_req *rq);
+
+/** Hands this thread's buffered lines to the writer (worker timer). */
+void fsd_log_flush_thread(void);
+
+/** Whether an access log is configured (skip the formatting if not). */
+int fsd_access_log_enabled(void);
+
+#endif

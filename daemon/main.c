@@ -1,0 +1,326 @@
+#include "first.h"
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <fibril/lookup.h>
+
+struct fsd_server fsd = { .rootfd = -1 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: fileserverd [-c FILE] [-r DIR] [-l ADDR:PORT]... [-w N] [-t] [-V] [-h]\n"
+	        "  -c, --config FILE    read the configuration file FILE\n"
+	        "  -r, --root DIR       serve DIR (default: the current directory)\n"
+	        "  -l, --listen ADDR:PORT\n"
+	        "                       listen there (repeatable; default 127.0.0.1:8080)\n"
+	        "  -w, --workers N      worker threads (default 1)\n"
+	        "  -t, --test           check the configuration and exit\n"
+	        "  -V, --version        print the version and exit\n"
+	        "  -h, --help           print this help and exit\n");
+}
+
+static void conf_err(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "%s\n", msg);
+}
+
+static int bind_one(const struct conf_listen *l, in_port_t port_override)
+{
+	struct sockaddr_storage ss = l->addr;
+	int one = 1, fd;
+
+	if (port_override) {
+		if (ss.ss_family == AF_INET)
+			((struct sockaddr_in *)&ss)->sin_port = port_override;
+		else
+			((struct sockaddr_in6 *)&ss)->sin6_port = port_override;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	/* One socket per worker on the same address: the kernel spreads
+	 * connections over the workers without a shared accept queue. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	if (bind(fd, (struct sockaddr *)&ss, l->addrlen) < 0 ||
+	    listen(fd, 1024) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static in_port_t bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	return ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+	                               : ((struct sockaddr_in6 *)&ss)->sin6_port;
+}
+
+static void print_url(const struct conf_listen *l, in_port_t port)
+{
+	char host[INET6_ADDRSTRLEN] = "";
+
+	if (l->addr.ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)&l->addr;
+		inet_ntop(AF_INET, &s->sin_addr, host, sizeof host);
+		if (s->sin_addr.s_addr == htonl(INADDR_ANY))
+			strcpy(host, "127.0.0.1");
+		printf("fileserverd: serving %s on http://%s:%u/\n", fsd.conf.root,
+		       host, ntohs(port));
+	} else {
+		const struct sockaddr_in6 *s = (const void *)&l->addr;
+		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof host);
+		printf("fileserverd: serving %s on http://[%s]:%u/\n", fsd.conf.root,
+		       host, ntohs(port));
+	}
+}
+
+/* Privileges go before any ring or pool exists: the engine captures the
+ * credentials of the thread that creates it (fibril/async.h). */
+static int drop_privileges(const struct conf *c)
+{
+	struct passwd *pw;
+	gid_t gid;
+
+	if (!c->user)
+		return 0;
+	pw = getpwnam(c->user);
+	if (!pw) {
+		fprintf(stderr, "fileserverd: user %s: no such user\n", c->user);
+		return -1;
+	}
+	gid = pw->pw_gid;
+	if (c->group) {
+		struct group *gr = getgrnam(c->group);
+		if (!gr) {
+			fprintf(stderr, "fileserverd: group %s: no such group\n", c->group);
+			return -1;
+		}
+		gid = gr->gr_gid;
+	}
+	if (getuid() != 0 && geteuid() != 0) {
+		if (pw->pw_uid == geteuid())
+			return 0;
+		fprintf(stderr, "fileserverd: user %s: need root to switch user\n", c->user);
+		return -1;
+	}
+	if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(pw->pw_uid) < 0) {
+		fprintf(stderr, "fileserverd: dropping privileges to %s: %s\n",
+		        c->user, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "test", no_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *config = NULL, *root = NULL;
+	char **listen_args = NULL;
+	int nlisten_args = 0, workers = 0, ch, errors = 0;
+	bool test = false;
+	struct conf *c = &fsd.conf;
+
+	listen_args = calloc((size_t)argc, sizeof *listen_args);
+	if (!listen_args)
+		return 1;
+	while ((ch = getopt_long(argc, argv, "c:r:l:w:tVh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': config = optarg; break;
+		case 'r': root = optarg; break;
+		case 'l': listen_args[nlisten_args++] = optarg; break;
+		case 'w': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 1024) {
+				fprintf(stderr, "fileserverd: --workers: expected 1..1024, got '%s'\n", optarg);
+				return 2;
+			}
+			workers = (int)v;
+			break;
+		}
+		case 't': test = true; break;
+		case 'V': printf("fileserverd %s (libmicrohttpd %s)\n", PACKAGE_VERSION,
+		                 MHD_get_version());
+			return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "fileserverd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	if (conf_init(c) < 0)
+		return 1;
+	if (config) {
+		int r = conf_load(c, config, conf_err, NULL);
+		if (r < 0)
+			return 1;
+		errors += r;
+	}
+	/* The command line overrides the file. */
+	if (root && conf_set_str(&c->root, root) < 0)
+		return 1;
+	if (nlisten_args) {
+		for (size_t i = 0; i < c->nlisten; i++)
+			free(c->listen[i].text);
+		c->nlisten = 0;
+		for (int i = 0; i < nlisten_args; i++)
+			if (conf_add_listen(c, listen_args[i]) < 0) {
+				fprintf(stderr, "fileserverd: --listen: expected ADDR:PORT, got '%s'\n",
+				        listen_args[i]);
+				errors++;
+			}
+	}
+	free(listen_args);
+	if (workers)
+		c->workers = (unsigned)workers;
+	if (!c->nlisten && conf_add_listen(c, "127.0.0.1:8080") < 0)
+		return 1;
+	errors += conf_validate(c, conf_err, NULL);
+
+	int r = lk_root_open(c->root, NULL, &fsd.lkroot);
+	if (r < 0) {
+		fprintf(stderr, "%s%sroot %s: %s\n", config ? config : "",
+		        config ? ": " : "fileserverd: ", c->root, strerror(-r));
+		errors++;
+	} else
+		fsd.rootfd = lk_root_fd(fsd.lkroot);
+	if (fsd_mime_load(c->mime_types) < 0 && config &&
+	    strcmp(c->mime_types, "/etc/mime.types")) {
+		fprintf(stderr, "%s: mime_types %s: cannot read\n", config, c->mime_types);
+		errors++;
+	}
+	if (errors) {
+		if (test)
+			fprintf(stderr, "fileserverd: configuration has %d error%s\n",
+			        errors, errors > 1 ? "s" : "");
+		return 1;
+	}
+	if (test) {
+		printf("fileserverd: configuration %s is valid\n", config ? config : "(defaults)");
+		return 0;
+	}
+
+	/* Sockets first (a port below 1024 needs root), then the user. */
+	unsigned nw = c->workers;
+	struct fsd_worker *w = calloc(nw, sizeof *w);
+	if (!w)
+		return 1;
+	for (unsigned i = 0; i < nw; i++) {
+		w[i].id = i;
+		w[i].nmhd = c->nlisten;
+		w[i].listen_fds = calloc(c->nlisten, sizeof(int));
+		if (!w[i].listen_fds)
+			return 1;
+	}
+	for (size_t l = 0; l < c->nlisten; l++) {
+		in_port_t port = 0;
+		for (unsigned i = 0; i < nw; i++) {
+			int fd = bind_one(&c->listen[l], port);
+			if (fd < 0) {
+				fprintf(stderr, "fileserverd: listen %s: %s\n",
+				        c->listen[l].text, strerror(-fd));
+				return 1;
+			}
+			if (!port)
+				port = bound_port(fd);
+			w[i].listen_fds[l] = fd;
+		}
+		print_url(&c->listen[l], port);
+	}
+	fflush(stdout);
+	if (drop_privileges(c) < 0)
+		return 1;
+	if (fsd_log_open(c) < 0)
+		return 1;
+
+	/* Signals: blocked in every thread, taken here with sigwait. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (unsigned i = 0; i < nw; i++)
+		if (fsd_worker_start(&w[i]) < 0) {
+			fsd_log(LOG_ERR, "worker %u failed to start", i);
+			atomic_store(&fsd.stopping, true);
+			for (unsigned j = 0; j < i; j++)
+				fsd_worker_stop(&w[j]);
+			for (unsigned j = 0; j < i; j++)
+				fsd_worker_join(&w[j]);
+			fsd_log_close();
+			return 1;
+		}
+	fsd_log(LOG_NOTICE, "fileserverd %s started: %u worker%s, root %s",
+	        PACKAGE_VERSION, nw, nw > 1 ? "s" : "", c->root);
+
+	for (;;) {
+		int sig;
+		if (sigwait(&set, &sig))
+			continue;
+		if (sig == SIGHUP) {
+			fsd_log(LOG_NOTICE, "SIGHUP: reopening logs");
+			fsd_log_reopen();
+			continue;
+		}
+		fsd_log(LOG_NOTICE, "signal %d: stopping", sig);
+		break;
+	}
+	atomic_store(&fsd.stopping, true);
+	for (unsigned i = 0; i < nw; i++)
+		fsd_worker_stop(&w[i]);
+	for (unsigned i = 0; i < nw; i++)
+		fsd_worker_join(&w[i]);
+	fsd_log(LOG_NOTICE, "stopped");
+	fsd_log_close();
+	for (unsigned i = 0; i < nw; i++)
+		free(w[i].listen_fds);
+	free(w);
+	lk_root_close(fsd.lkroot);
+	conf_free(c);
+	return 0;
+}

@@ -1,0 +1,84 @@
+#include "first.h"
+
+#include "daemon/reqhdr.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "daemon/check.h"
+
+/* Headers the handlers read, by index into struct fsd_hdrs. */
+static const struct {
+	const char *name;
+	size_t off;
+} wanted[] = {
+	{ "Host", offsetof(struct fsd_hdrs, host) },
+	{ "Range", offsetof(struct fsd_hdrs, range) },
+	{ "If-Range", offsetof(struct fsd_hdrs, if_range) },
+	{ "If-Match", offsetof(struct fsd_hdrs, if_match) },
+	{ "If-None-Match", offsetof(struct fsd_hdrs, if_none_match) },
+	{ "If-Modified-Since", offsetof(struct fsd_hdrs, if_modified_since) },
+	{ "If-Unmodified-Since", offsetof(struct fsd_hdrs, if_unmodified_since) },
+	{ "Accept-Encoding", offsetof(struct fsd_hdrs, accept_encoding) },
+	{ "Accept", offsetof(struct fsd_hdrs, accept) },
+	{ "Referer", offsetof(struct fsd_hdrs, referer) },
+	{ "User-Agent", offsetof(struct fsd_hdrs, user_agent) },
+};
+#define NWANTED (sizeof wanted / sizeof *wanted)
+
+struct collect {
+	struct fsd_req *rq;
+	struct fsd_check chk;
+	/* first pass: sizes; second: copies */
+	const char *val[NWANTED];
+	size_t len[NWANTED];
+};
+
+static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
+                            const char *key, size_t key_size,
+                            const char *value, size_t value_size)
+{
+	struct collect *c = cls;
+
+	(void)kind;
+	fsd_check_field(&c->chk, key, key_size, value, value_size);
+	for (size_t i = 0; i < NWANTED; i++)
+		if (!strcasecmp(key, wanted[i].name)) {
+			/* First occurrence wins; duplicates of the list-valued
+			 * ones are rare and the checker handles Host. */
+			if (!c->val[i]) {
+				c->val[i] = value;
+				c->len[i] = value_size;
+			}
+			break;
+		}
+	return MHD_YES;
+}
+
+int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
+{
+	struct collect c = { .rq = rq };
+	size_t total = 0;
+	char *mem, *p;
+
+	fsd_check_begin(&c.chk, rq->method_str, rq->version, rq->uri);
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, each, &c);
+	for (size_t i = 0; i < NWANTED; i++)
+		if (c.val[i])
+			total += c.len[i] + 1;
+	if (total) {
+		mem = p = malloc(total);
+		if (!mem)
+			return 503;
+		for (size_t i = 0; i < NWANTED; i++)
+			if (c.val[i]) {
+				memcpy(p, c.val[i], c.len[i]);
+				p[c.len[i]] = 0;
+				*(const char **)((char *)&rq->h + wanted[i].off) = p;
+				p += c.len[i] + 1;
+			}
+		rq->hdr_mem = mem;
+	}
+	return fsd_check_end(&c.chk, &rq->close);
+}

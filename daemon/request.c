@@ -1,0 +1,258 @@
+#include "first.h"
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/reqhdr.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <fibril/async.h>
+#include <fibril/async_event.h>
+#include <fibril/lookup.h>
+#include <fibril/fibril.h>
+
+/*
+ * Request life cycle (see DESIGN.md, "Request flow"):
+ *
+ *   URI log callback    allocates the fsd_req (ref: connection).
+ *   1st handler call    copies the headers, validates, starts the fibril
+ *                       at once (ref: fibril). Nothing is queued here:
+ *                       libmicrohttpd 0.9.75 answers "Connection: close"
+ *                       to a response queued on the first call, except
+ *                       for framing errors where closing is the point.
+ *   2nd handler call    fibril done → queue; else suspend and track the
+ *                       deadline.
+ *   fibril finishes     state DONE; resume if suspended → 3rd call queues.
+ *   completed callback  access log; drops the connection's ref.
+ */
+
+void fsd_req_cancel_calls(struct fsd_req *rq)
+{
+	if (rq->group)
+		lk_group_cancel(rq->group);
+	if (rq->cookie > 0)
+		async_cancel(rq->cookie);
+}
+
+static void req_unref(struct fsd_req *rq)
+{
+	if (--rq->refs)
+		return;
+	if (rq->group)
+		lk_group_free(rq->group);
+	if (rq->resp)
+		MHD_destroy_response(rq->resp);
+	free(rq->hdr_mem);
+	free(rq->uri);
+	free(rq->method_str);
+	free(rq);
+}
+
+void *fsd_uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct fsd_req *rq = calloc(1, sizeof *rq);
+
+	(void)c;
+	if (!rq)
+		return NULL;
+	rq->w = cls;
+	rq->refs = 1;
+	rq->uri = strdup(uri);
+	rq->start_s = (int64_t)time(NULL);
+	return rq;
+}
+
+void fsd_resp_common(struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_SERVER, "fileserverd/" PACKAGE_VERSION);
+}
+
+void fsd_req_respond(struct fsd_req *rq, unsigned status,
+                     struct MHD_Response *resp, uint64_t body_len)
+{
+	if (rq->abandoned || rq->resp) {
+		/* Already answered (deadline passed): the late result is dropped. */
+		if (resp)
+			MHD_destroy_response(resp);
+		return;
+	}
+	if (!resp) {
+		fsd_req_error(rq, 500);
+		return;
+	}
+	fsd_resp_common(resp);
+	rq->resp = resp;
+	rq->status = status;
+	rq->body_len = rq->method == FSD_M_HEAD ? 0 : body_len;
+}
+
+static void client_addr(struct fsd_req *rq, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
+		          rq->addr, sizeof rq->addr);
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr,
+		          rq->addr, sizeof rq->addr);
+}
+
+static enum MHD_Result queue(struct fsd_req *rq)
+{
+	enum MHD_Result r;
+
+	if (!rq->resp)
+		fsd_req_error(rq, 500);
+	if (rq->close)
+		MHD_add_response_header(rq->resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	r = MHD_queue_response(rq->conn, rq->status, rq->resp);
+	MHD_destroy_response(rq->resp);
+	rq->resp = NULL;
+	rq->state = RQ_QUEUED;
+	return r;
+}
+
+static void req_fibril(void *arg)
+{
+	struct fsd_req *rq = arg;
+
+	fsd_static_handle(rq);
+	if (!rq->resp && !rq->abandoned)
+		fsd_req_error(rq, 500);
+	if (!rq->abandoned) {
+		rq->state = RQ_DONE;
+		if (rq->suspended) {
+			rq->suspended = false;
+			fsd_worker_untrack(rq->w, rq);
+			MHD_resume_connection(rq->conn);
+		}
+	}
+	req_unref(rq);
+}
+
+void fsd_req_abandon(struct fsd_req *rq, unsigned status)
+{
+	fsd_worker_untrack(rq->w, rq);
+	/* Its pending calls complete with -ECANCELED (or their own
+	 * result); it then finishes, and its answer is dropped. */
+	fsd_req_cancel_calls(rq);
+	fsd_req_error(rq, status);
+	rq->abandoned = true;
+	rq->state = RQ_DONE;
+	if (rq->suspended) {
+		rq->suspended = false;
+		MHD_resume_connection(rq->conn);
+	}
+}
+
+static enum fsd_method parse_method(const char *m)
+{
+	if (!strcmp(m, "GET"))
+		return FSD_M_GET;
+	if (!strcmp(m, "HEAD"))
+		return FSD_M_HEAD;
+	if (!strcmp(m, "OPTIONS"))
+		return FSD_M_OPTIONS;
+	return FSD_M_OTHER;
+}
+
+enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
+                              const char *url, const char *method,
+                              const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+	struct fsd_req *rq = *con_cls;
+	int r;
+
+	(void)url;
+	(void)upload_data;
+	if (!rq) {
+		rq = fsd_uri_log_cb(cls, url, conn);
+		if (!rq)
+			return MHD_NO;
+		*con_cls = rq;
+	}
+	switch (rq->state) {
+	case RQ_NEW:
+		rq->conn = conn;
+		rq->method = parse_method(method);
+		rq->method_str = strdup(method);
+		snprintf(rq->version, sizeof rq->version, "%s", version);
+		if (fsd_access_log_enabled())
+			client_addr(rq, conn);
+		r = fsd_reqhdr_collect(rq, conn);
+		if (r) {
+			/* Invalid request: framing errors close at once. */
+			fsd_req_error(rq, (unsigned)r);
+			rq->state = RQ_DONE;
+			if (rq->close)
+				return queue(rq);
+			return MHD_YES;
+		}
+		rq->state = RQ_RUNNING;
+		rq->refs++;
+		r = fibril_start(NULL, req_fibril, rq, "request");
+		if (r < 0) {
+			rq->refs--;
+			fsd_log(LOG_ERR, "fibril_start: %s", strerror(-r));
+			fsd_req_error(rq, 503);
+			rq->state = RQ_DONE;
+			return MHD_YES;
+		}
+		if (rq->state == RQ_RUNNING && rq->w->engine)
+			async_event_kick(rq->w->engine);
+		return MHD_YES;
+	case RQ_RUNNING:
+		if (*upload_data_size) {
+			*upload_data_size = 0;
+			return MHD_YES;
+		}
+		MHD_suspend_connection(conn);
+		rq->suspended = true;
+		fsd_worker_track(rq->w, rq);
+		return MHD_YES;
+	case RQ_DONE:
+		*upload_data_size = 0;
+		return queue(rq);
+	case RQ_QUEUED:
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return MHD_NO;
+}
+
+void fsd_completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+	struct fsd_req *rq = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	if (!rq)
+		return;
+	*con_cls = NULL;
+	if (rq->state == RQ_QUEUED)
+		fsd_access_log(rq);
+	else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		fsd_log(LOG_DEBUG, "request %s ended before a response (%d)",
+		        rq->uri ? rq->uri : "?", (int)toe);
+	if (rq->state == RQ_RUNNING) {
+		/* Connection gone under a running fibril (daemon stop). */
+		fsd_worker_untrack(rq->w, rq);
+		fsd_req_cancel_calls(rq);
+		rq->abandoned = true;
+	}
+	rq->conn = NULL;
+	req_unref(rq);
+}

@@ -1,0 +1,73 @@
+#include "first.h"
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALLOW "GET, HEAD, OPTIONS"
+
+static const char *reason(unsigned status)
+{
+	const char *r = MHD_get_reason_phrase_for(status);
+	return r && *r ? r : "Error";
+}
+
+static struct MHD_Response *page(unsigned status, const char *extra)
+{
+	char body[512];
+	int n = snprintf(body, sizeof body,
+	                 "<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
+	                 "<body><h1>%u %s</h1>%s</body></html>\n",
+	                 status, reason(status), status, reason(status),
+	                 extra ? extra : "");
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
+	if (resp)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        "text/html; charset=utf-8");
+	return resp;
+}
+
+void fsd_req_error(struct fsd_req *rq, unsigned status)
+{
+	struct MHD_Response *resp = page(status, NULL);
+
+	if (resp && status == 405)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, ALLOW);
+	if (resp && status == 503)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (!resp) {
+		fsd_log(LOG_ERR, "out of memory for a %u response", status);
+		return;
+	}
+	if (rq->abandoned || rq->resp) {
+		MHD_destroy_response(resp);
+		return;
+	}
+	fsd_resp_common(resp);
+	rq->resp = resp;
+	rq->status = status;
+	rq->body_len = 0;
+}
+
+void fsd_req_redirect(struct fsd_req *rq, unsigned status, const char *location)
+{
+	struct MHD_Response *resp = page(status, NULL);
+
+	if (resp)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
+	fsd_req_respond(rq, status, resp, 0);
+}
+
+void fsd_req_options(struct fsd_req *rq)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+
+	if (resp)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, ALLOW);
+	fsd_req_respond(rq, MHD_HTTP_NO_CONTENT, resp, 0);
+}

@@ -1,0 +1,352 @@
+#include "first.h"
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <fibril/async.h>
+#include <fibril/async_event.h>
+#include <fibril/fibril.h>
+
+/* Grace period for in-flight responses after a stop request. */
+#define FSD_STOP_GRACE_MS 1000
+
+static pthread_t threads[1024];
+
+/* MHD must see the raw request-target: proto/ decodes it, and only the
+ * raw form tells an encoded "/" or NUL from a literal one. */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	return strlen(s);
+}
+
+static void mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	n = strlen(buf);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = 0;
+	fsd_log(LOG_INFO, "mhd: %s", buf);
+}
+
+static void engine_log(int level, const char *msg, void *arg)
+{
+	struct fsd_worker *w = arg;
+
+	/* The backend line comes once per worker; say it once. */
+	if (level >= LOG_INFO && w->id)
+		return;
+	fsd_log(level > LOG_NOTICE ? LOG_NOTICE : level, "%s", msg);
+}
+
+static void schedule(struct fsd_worker *w)
+{
+	long ms = -1;
+	MHD_UNSIGNED_LONG_LONG t;
+	int f;
+
+	/* Fibrils woken by completions or wake-ups run before we sleep; they
+	 * may finish requests and resume connections. */
+	if (fibril_sched_count())
+		fibril_sched_run();
+	for (size_t i = 0; i < w->nmhd; i++)
+		if (w->mhd[i] && MHD_get_timeout(w->mhd[i], &t) == MHD_YES)
+			if (ms < 0 || (long long)t < ms)
+				ms = (long)t;
+	f = fibril_sched_timeout_ms();
+	if (f >= 0 && (ms < 0 || f < ms))
+		ms = f;
+	if (w->engine) {
+		f = async_engine_timeout_ms(w->engine);
+		if (f >= 0 && (ms < 0 || f < ms))
+			ms = f;
+	}
+	if (w->susp_head) {
+		uint64_t now = fibril_now_ns(), d = w->susp_head->deadline_ns;
+		long dm = d <= now ? 0 : (long)((d - now + 999999) / 1000000);
+		if (ms < 0 || dm < ms)
+			ms = dm;
+	}
+	/* Access-log lines sit in a thread buffer: flush at least once a second. */
+	if (ms < 0 || ms > 1000)
+		ms = 1000;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	evtimer_add(w->timer, &tv);
+}
+
+static void run_mhd(struct fsd_worker *w)
+{
+	for (size_t i = 0; i < w->nmhd; i++)
+		if (w->mhd[i])
+			MHD_run(w->mhd[i]);
+}
+
+static void expire(struct fsd_worker *w)
+{
+	uint64_t now = fibril_now_ns();
+
+	while (w->susp_head && w->susp_head->deadline_ns <= now) {
+		struct fsd_req *rq = w->susp_head;
+		fsd_log(LOG_WARNING, "request %s %s: no answer within %us, abandoned",
+		        rq->method_str ? rq->method_str : "?", rq->uri ? rq->uri : "?",
+		        fsd.conf.request_timeout);
+		fsd_req_abandon(rq, 503);
+	}
+}
+
+static void on_mhd(evutil_socket_t fd, short what, void *arg)
+{
+	struct fsd_worker *w = arg;
+	(void)fd;
+	(void)what;
+	run_mhd(w);
+	schedule(w);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct fsd_worker *w = arg;
+	(void)fd;
+	(void)what;
+	fsd_log_flush_thread();
+	if (w->engine)
+		async_engine_process(w->engine, 0);
+	fibril_sched_run();
+	expire(w);
+	run_mhd(w);
+	if (w->stopping) {
+		unsigned conns = 0;
+		for (size_t i = 0; i < w->nmhd; i++) {
+			const union MHD_DaemonInfo *di = w->mhd[i] ?
+				MHD_get_daemon_info(w->mhd[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+			if (di)
+				conns += di->num_connections;
+		}
+		if (!conns || fibril_now_ns() >= w->stop_deadline_ns) {
+			event_base_loopbreak(w->base);
+			return;
+		}
+	}
+	schedule(w);
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+	struct fsd_worker *w = arg;
+	uint64_t v;
+	(void)what;
+	if (read(fd, &v, sizeof v) < 0 && errno != EAGAIN)
+		return;
+	if (w->stopping)
+		return;
+	w->stopping = true;
+	w->stop_deadline_ns = fibril_now_ns() + FSD_STOP_GRACE_MS * 1000000ull;
+	/* Stop accepting; the kernel then refuses new connections on this
+	 * worker's socket once we close it. */
+	for (size_t i = 0; i < w->nmhd; i++)
+		if (w->mhd[i]) {
+			MHD_socket s = MHD_quiesce_daemon(w->mhd[i]);
+			if (s != MHD_INVALID_SOCKET) {
+				close(s);
+				w->listen_fds[i] = -1;
+			}
+		}
+	while (w->susp_head)
+		fsd_req_abandon(w->susp_head, 503);
+	run_mhd(w);
+	schedule(w);
+}
+
+void fsd_worker_track(struct fsd_worker *w, struct fsd_req *rq)
+{
+	rq->deadline_ns = fibril_now_ns() +
+	                  (uint64_t)fsd.conf.request_timeout * 1000000000ull;
+	rq->next = NULL;
+	rq->prev = w->susp_tail;
+	if (w->susp_tail)
+		w->susp_tail->next = rq;
+	else
+		w->susp_head = rq;
+	w->susp_tail = rq;
+}
+
+void fsd_worker_untrack(struct fsd_worker *w, struct fsd_req *rq)
+{
+	if (rq->prev)
+		rq->prev->next = rq->next;
+	else if (w->susp_head == rq)
+		w->susp_head = rq->next;
+	else
+		return;         /* not tracked */
+	if (rq->next)
+		rq->next->prev = rq->prev;
+	else
+		w->susp_tail = rq->prev;
+	rq->prev = rq->next = NULL;
+}
+
+static int worker_setup(struct fsd_worker *w)
+{
+	const struct conf *c = &fsd.conf;
+	struct async_engine_opts eo = { .log = engine_log, .log_arg = w };
+	int r;
+
+	r = fibril_sched_init(NULL);
+	if (r < 0) {
+		fsd_log(LOG_ERR, "worker %u: fibril scheduler: %s", w->id, strerror(-r));
+		return r;
+	}
+	r = async_engine_create(&eo, &w->engine);
+	if (r < 0) {
+		/* fibril_* calls then run the plain system calls. */
+		fsd_log(LOG_WARNING, "worker %u: no async engine (%s): file system calls will block",
+		        w->id, strerror(-r));
+		w->engine = NULL;
+	}
+	w->base = event_base_new();
+	if (!w->base)
+		return -ENOMEM;
+	w->mhd = calloc(w->nmhd, sizeof *w->mhd);
+	w->mhd_ev = calloc(w->nmhd, sizeof *w->mhd_ev);
+	if (!w->mhd || !w->mhd_ev)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->nmhd; i++) {
+		const union MHD_DaemonInfo *di;
+		w->mhd[i] = MHD_start_daemon(
+			MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
+			MHD_USE_ERROR_LOG,
+			0, NULL, NULL, fsd_access_cb, w,
+			MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fds[i],
+			MHD_OPTION_URI_LOG_CALLBACK, fsd_uri_log_cb, w,
+			MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+			MHD_OPTION_NOTIFY_COMPLETED, fsd_completed_cb, w,
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+			MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
+			MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+			MHD_OPTION_END);
+		if (!w->mhd[i]) {
+			fsd_log(LOG_ERR, "worker %u: libmicrohttpd did not start on %s",
+			        w->id, c->listen[i].text);
+			return -EINVAL;
+		}
+		di = MHD_get_daemon_info(w->mhd[i], MHD_DAEMON_INFO_EPOLL_FD);
+		if (!di)
+			return -EINVAL;
+		w->mhd_ev[i] = event_new(w->base, di->epoll_fd, EV_READ | EV_PERSIST,
+		                         on_mhd, w);
+		if (!w->mhd_ev[i] || event_add(w->mhd_ev[i], NULL) < 0)
+			return -ENOMEM;
+	}
+	if (w->engine) {
+		r = async_event_attach(w->engine, w->base);
+		if (r < 0)
+			return r;
+	}
+	w->stop_ev = event_new(w->base, w->stop_efd, EV_READ | EV_PERSIST, on_stop, w);
+	w->timer = evtimer_new(w->base, on_timer, w);
+	if (!w->stop_ev || !w->timer || event_add(w->stop_ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static void worker_teardown(struct fsd_worker *w)
+{
+	/* MHD requires every suspended connection resumed before stopping. */
+	while (w->susp_head)
+		fsd_req_abandon(w->susp_head, 503);
+	for (size_t i = 0; i < w->nmhd; i++)
+		if (w->mhd && w->mhd[i]) {
+			MHD_run(w->mhd[i]);
+			MHD_stop_daemon(w->mhd[i]);
+			w->mhd[i] = NULL;
+		}
+	/* Abandoned fibrils finish once their cancelled calls complete. */
+	uint64_t until = fibril_now_ns() + FSD_STOP_GRACE_MS * 1000000ull;
+	while (fibril_sched_count() && fibril_now_ns() < until) {
+		if (w->engine)
+			async_engine_process(w->engine, 0);
+		if (!fibril_sched_run())
+			usleep(1000);
+	}
+	if (fibril_sched_count())
+		fsd_log(LOG_WARNING, "worker %u: %u request fibrils still running at exit",
+		        w->id, fibril_sched_count());
+	for (size_t i = 0; i < w->nmhd; i++) {
+		if (w->mhd_ev && w->mhd_ev[i])
+			event_free(w->mhd_ev[i]);
+		if (w->listen_fds[i] >= 0)
+			close(w->listen_fds[i]);
+	}
+	free(w->mhd_ev);
+	free(w->mhd);
+	if (w->stop_ev)
+		event_free(w->stop_ev);
+	if (w->timer)
+		event_free(w->timer);
+	if (w->engine) {
+		async_event_detach(w->engine);
+		async_engine_destroy(w->engine);
+	}
+	if (w->base)
+		event_base_free(w->base);
+	fibril_sched_fini();
+	fsd_log_flush_thread();
+}
+
+static void *worker_main(void *arg)
+{
+	struct fsd_worker *w = arg;
+
+	if (worker_setup(w) == 0) {
+		schedule(w);
+		event_base_dispatch(w->base);
+	} else {
+		/* main() is waiting on signals: ask it to stop everything. */
+		kill(getpid(), SIGTERM);
+	}
+	worker_teardown(w);
+	return NULL;
+}
+
+int fsd_worker_start(struct fsd_worker *w)
+{
+	int r;
+
+	w->stop_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->stop_efd < 0)
+		return -errno;
+	if (w->id >= sizeof threads / sizeof *threads)
+		return -EINVAL;
+	r = pthread_create(&threads[w->id], NULL, worker_main, w);
+	return -r;
+}
+
+void fsd_worker_stop(struct fsd_worker *w)
+{
+	uint64_t one = 1;
+
+	if (write(w->stop_efd, &one, sizeof one) < 0)
+		fsd_log(LOG_ERR, "worker %u: stop: %s", w->id, strerror(errno));
+}
+
+void fsd_worker_join(struct fsd_worker *w)
+{
+	pthread_join(threads[w->id], NULL);
+	close(w->stop_efd);
+}
