@@ -19,7 +19,7 @@ static char tdir[64];
 static int tdfd = -1;
 
 /* DIR/file ("hello\n"), DIR/link -> file, DIR/sub/ */
-static void tdir_make(void)
+static inline void tdir_make(void)
 {
 	strcpy(tdir, "/tmp/test_async.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(tdir));
@@ -33,7 +33,7 @@ static void tdir_make(void)
 	ck_assert_int_eq(mkdirat(tdfd, "sub", 0755), 0);
 }
 
-static void tdir_remove(void)
+static inline void tdir_remove(void)
 {
 	if (tdfd < 0)
 		return;
@@ -47,14 +47,14 @@ static void tdir_remove(void)
 }
 
 /* The backend this run expects: the suite runs once per backend. */
-static const char *want_backend(void)
+static inline const char *want_backend(void)
 {
 	const char *b = getenv("FIBRIL_BACKEND");
 	return b && strcmp(b, "threads") == 0 ? "threads" : "uring";
 }
 
 /* Drives @e outside any wait until *res no longer holds @cookie. */
-static void drive_until(async_engine_t *e, const long *res, long cookie)
+static inline void drive_until(async_engine_t *e, const long *res, long cookie)
 {
 	for (int i = 0; i < 100000 && *res == cookie; i++) {
 		struct pollfd p = { async_engine_fd(e), POLLIN, 0 };
@@ -66,7 +66,7 @@ static void drive_until(async_engine_t *e, const long *res, long cookie)
 	}
 }
 
-static int run_suite(Suite *s)
+static inline int run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
