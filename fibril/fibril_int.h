@@ -90,8 +90,10 @@ struct x__sched {
 	size_t page, guard, map_size;
 	unsigned pool_max, npool;
 	fibril_t *pool;                 /* hot: pages kept */
-	char **cold;                    /* pages returned, mapping kept */
-	unsigned ncold, cold_cap, cold_max;
+	char **cold;                    /* slots whose pages are returned */
+	unsigned ncold, cold_cap;
+	char **slabs;                   /* mappings of X__SLAB slots each */
+	unsigned nslab, slab_cap;
 	void *altstack;                 /* ours, if we installed one */
 	size_t altstack_size;
 #ifdef X__ASAN

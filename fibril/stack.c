@@ -1,16 +1,17 @@
 /*
- * fibril/stack.c: fibril stacks. Each is its own anonymous mapping:
- * a guard region at the low end, the stack, and the fibril's control
- * block at the top. Freed stacks go to a per-thread pool: the first
- * pool_max keep their pages ("hot", reuse costs nothing), the next
- * cold_max give their pages back with MADV_DONTNEED but keep the mapping
- * (reuse skips mmap and guard set-up), the rest are unmapped.
+ * fibril/stack.c: fibril stacks. Each stack is a slot of a larger
+ * anonymous mapping (a slab of X__SLAB stacks: one mmap, not one per
+ * fibril; system calls that change mappings cost 5-10 us each on this
+ * VM). A slot is a guard region at the low end, the stack, and the
+ * fibril's control block at the top. Freed stacks go to a per-thread
+ * pool: the first pool_max keep their pages ("hot": reuse costs nothing),
+ * the rest give their pages back with MADV_DONTNEED and wait, as address
+ * space only, for reuse. Slabs are unmapped by fibril_sched_fini().
  *
  * The guard is installed with MADV_GUARD_INSTALL (Linux 6.13) when the
- * kernel has it: it needs no VMA of its own, so adjacent stacks merge
- * into one VMA and 100,000 fibrils stay far below vm.max_map_count
- * (65530 by default). Older kernels get mprotect(PROT_NONE), which costs
- * two VMAs per stack.
+ * kernel has it: it needs no VMA of its own, so 100,000 fibrils stay far
+ * below vm.max_map_count (65530 by default). Older kernels get
+ * mprotect(PROT_NONE), which costs two VMAs per stack.
  *
  * A SIGSEGV on the running fibril's guard is reported, on an alternate
  * signal stack, with the fibril's name, and the process then dies of
@@ -53,10 +54,10 @@
 #endif
 /* 16 KiB of guard: a frame up to that size (a few PATH_MAX buffers)
  * that jumps over a single guard page would land in the neighbouring
- * mapping unseen. The guard costs address space only. */
+ * stack unseen. The guard costs address space only. */
 #define X__GUARD (16u << 10)
 #define X__POOL_DEFAULT 128u
-#define X__COLD_MAX 4096u
+#define X__SLAB 16u
 
 static int guard_madvise_ok = 1;  /* cleared once the kernel says EINVAL */
 
@@ -73,11 +74,10 @@ int x__stack_setup(struct x__sched *s, size_t stack_size, unsigned pool_max)
 	s->map_size = s->guard + ((stack_size + sizeof(struct fibril) + 64 +
 	                           s->page - 1) & ~(s->page - 1));
 	s->pool_max = pool_max ? pool_max : X__POOL_DEFAULT;
-	s->cold_max = X__COLD_MAX;
 	return 0;
 }
 
-static void stack_layout(struct x__sched *s, char *map, fibril_t **out)
+static fibril_t *stack_layout(struct x__sched *s, char *map)
 {
 	uintptr_t top = (uintptr_t)map + s->map_size;
 	fibril_t *f = (fibril_t *)((top - sizeof(struct fibril)) &
@@ -90,27 +90,68 @@ static void stack_layout(struct x__sched *s, char *map, fibril_t **out)
 #ifdef X__VALGRIND
 	f->vg_id = VALGRIND_STACK_REGISTER(f->stack_lo, f->stack_hi);
 #endif
-	*out = f;
+	return f;
 }
 
-static fibril_t *stack_new(struct x__sched *s)
+static int push_cold(struct x__sched *s, char *map)
 {
-	fibril_t *f;
-	char *map = mmap(NULL, s->map_size, PROT_READ | PROT_WRITE,
-	                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (map == MAP_FAILED)
-		return NULL;
-	if (!guard_madvise_ok ||
-	    madvise(map, s->guard, MADV_GUARD_INSTALL) != 0) {
-		guard_madvise_ok = 0;
-		if (mprotect(map, s->guard, PROT_NONE) != 0) {
-			munmap(map, s->map_size);
-			return NULL;
-		}
+	if (s->ncold == s->cold_cap) {
+		unsigned cap = s->cold_cap ? s->cold_cap * 2 : 64;
+		char **n = realloc(s->cold, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->cold = n;
+		s->cold_cap = cap;
 	}
-	stack_layout(s, map, &f);
-	return f;
+	s->cold[s->ncold++] = map;
+	return 0;
+}
+
+/* Maps a slab; its stacks (guards installed, pages untouched) join the
+ * cold list. */
+static int slab_new(struct x__sched *s)
+{
+	size_t size = (size_t)X__SLAB * s->map_size;
+	char *map;
+
+	if (s->nslab == s->slab_cap) {
+		unsigned cap = s->slab_cap ? s->slab_cap * 2 : 16;
+		char **n = realloc(s->slabs, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->slabs = n;
+		s->slab_cap = cap;
+	}
+	if (s->cold_cap - s->ncold < X__SLAB) {
+		unsigned cap = s->cold_cap ? s->cold_cap : 64;
+		while (cap - s->ncold < X__SLAB)
+			cap *= 2;
+		char **n = realloc(s->cold, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->cold = n;
+		s->cold_cap = cap;
+	}
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	/* handed out from the low end: first stacks' pages sit together */
+	for (unsigned i = X__SLAB; i-- > 0;) {
+		char *g = map + (size_t)i * s->map_size;
+		if (!guard_madvise_ok || madvise(g, s->guard, MADV_GUARD_INSTALL)) {
+			guard_madvise_ok = 0;
+			if (mprotect(g, s->guard, PROT_NONE) != 0) {
+				int e = errno;
+				munmap(map, size);
+				s->ncold -= X__SLAB - 1 - i;
+				return -e;
+			}
+		}
+		s->cold[s->ncold++] = g;
+	}
+	s->slabs[s->nslab++] = map;
+	return 0;
 }
 
 fibril_t *x__stack_get(struct x__sched *s)
@@ -122,29 +163,16 @@ fibril_t *x__stack_get(struct x__sched *s)
 		s->npool--;
 		return f;
 	}
-	if (s->ncold) {
-		stack_layout(s, s->cold[--s->ncold], &f);
-		return f;
-	}
-	return stack_new(s);
-}
-
-static void stack_unmap(fibril_t *f)
-{
-	char *map = f->map;
-	size_t size = f->map_size;
-
-#ifdef X__VALGRIND
-	VALGRIND_STACK_DEREGISTER(f->vg_id);
-#endif
-	munmap(map, size);
+	if (!s->ncold && slab_new(s) < 0)
+		return NULL;
+	return stack_layout(s, s->cold[--s->ncold]);
 }
 
 void x__stack_put(struct x__sched *s, fibril_t *f)
 {
 #ifdef X__ASAN
-	/* frames left by fibril_exit() (which never returns) or an abandoned
-	 * fibril stay poisoned; the next user must start clean */
+	/* frames of an abandoned fibril stay poisoned; the next user must
+	 * start clean */
 	ASAN_UNPOISON_MEMORY_REGION(f->stack_lo, (size_t)(f->stack_hi -
 	                                                    f->stack_lo));
 #endif
@@ -154,47 +182,36 @@ void x__stack_put(struct x__sched *s, fibril_t *f)
 		s->npool++;
 		return;
 	}
-	if (s->ncold < s->cold_max) {
-		if (s->ncold == s->cold_cap) {
-			unsigned cap = s->cold_cap ? s->cold_cap * 2 : 64;
-			char **n = realloc(s->cold, cap * sizeof(*n));
-			if (!n)
-				goto unmap;
-			s->cold = n;
-			s->cold_cap = cap;
-		}
-		char *map = f->map;
+	char *map = f->map;
 #ifdef X__VALGRIND
-		VALGRIND_STACK_DEREGISTER(f->vg_id);
+	VALGRIND_STACK_DEREGISTER(f->vg_id);
 #endif
-		madvise(map + s->guard, s->map_size - s->guard, MADV_DONTNEED);
-		s->cold[s->ncold++] = map;
-		return;
-	}
-unmap:
-	stack_unmap(f);
+	if (push_cold(s, map) < 0)
+		return;  /* leaks one slot's address space, keeps its pages */
+	madvise(map + s->guard, s->map_size - s->guard, MADV_DONTNEED);
 }
 
 void x__stack_fini(struct x__sched *s)
 {
-	while (s->pool) {
-		fibril_t *f = s->pool;
-		s->pool = f->next;
-		stack_unmap(f);
-	}
+#ifdef X__VALGRIND
+	for (fibril_t *f = s->pool; f; f = f->next)
+		VALGRIND_STACK_DEREGISTER(f->vg_id);
+#endif
+	s->pool = NULL;
 	s->npool = 0;
-	while (s->ncold)
-		munmap(s->cold[--s->ncold], s->map_size);
+	while (s->nslab)
+		munmap(s->slabs[--s->nslab], (size_t)X__SLAB * s->map_size);
+	free(s->slabs);
 	free(s->cold);
+	s->slabs = NULL;
 	s->cold = NULL;
-	s->cold_cap = 0;
+	s->slab_cap = s->cold_cap = s->ncold = 0;
 }
 
 /* ---- stack overflow reporting ---- */
 
 static struct sigaction old_segv;
 static pthread_once_t segv_once = PTHREAD_ONCE_INIT;
-static int segv_installed;
 
 static size_t fmt_str(char *p, const char *s)
 {
@@ -268,8 +285,7 @@ static void segv_install(void)
 	sa.sa_sigaction = segv_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, &old_segv) == 0)
-		segv_installed = 1;
+	sigaction(SIGSEGV, &sa, &old_segv);
 }
 
 int x__stack_thread_init(struct x__sched *s)

@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 
 #include "fibril/fibril.h"
@@ -265,6 +266,156 @@ START_TEST(test_fini_abandons)
 }
 END_TEST
 
+/* ---- timed park ---- */
+
+static int timed_result;
+
+static void timed_parker(void *arg)
+{
+	uint64_t d = fibril_now_ns() + (uint64_t)(long)arg * 1000000u;
+	timed_result = fibril_park_until(d);
+	/* whichever way it ended, the deadline is gone */
+	ck_assert_int_eq(fibril_sched_timeout_ms(), -1);
+}
+
+static void drive(void)
+{
+	/* the host loop: sleep as long as the scheduler allows, run it */
+	while (fibril_sched_count()) {
+		int ms = fibril_sched_timeout_ms();
+		ck_assert_int_ge(ms, 0);
+		poll(NULL, 0, ms);
+		fibril_sched_run();
+	}
+}
+
+START_TEST(test_park_until_expires)
+{
+	fibril_t *f;
+	timed_result = 1;
+	ck_assert_int_eq(fibril_start(&f, timed_parker, (void *)20L, NULL), 0);
+	ck_assert_int_eq(timed_result, 1);
+	int ms = fibril_sched_timeout_ms();
+	ck_assert_int_gt(ms, 0);
+	ck_assert_int_le(ms, 20);
+	drive();
+	ck_assert_int_eq(timed_result, -ETIMEDOUT);
+	ck_assert_int_eq(fibril_join(f), 0);
+}
+END_TEST
+
+START_TEST(test_park_until_woken_first)
+{
+	fibril_t *f;
+	timed_result = 1;
+	ck_assert_int_eq(fibril_start(&f, timed_parker, (void *)100000L, NULL), 0);
+	ck_assert_int_gt(fibril_sched_timeout_ms(), 1000);
+	fibril_wake(f);
+	ck_assert_int_eq(fibril_sched_run(), 1);
+	ck_assert_int_eq(timed_result, 0);
+	ck_assert_int_eq(fibril_join(f), 0);
+}
+END_TEST
+
+static int timer_order[8], ntimer_order;
+
+static void timed_marker(void *arg)
+{
+	long ms = (long)arg;
+	ck_assert_int_eq(fibril_park_until(fibril_now_ns() + (uint64_t)ms * 1000000u),
+	                 -ETIMEDOUT);
+	timer_order[ntimer_order++] = (int)ms;
+}
+
+START_TEST(test_timers_fire_in_deadline_order)
+{
+	static const long ms[] = { 30, 10, 50, 20, 40, 1 };
+	ntimer_order = 0;
+	for (unsigned i = 0; i < 6; i++)
+		ck_assert_int_eq(fibril_create(NULL, timed_marker, (void *)ms[i], NULL), 0);
+	drive();
+	ck_assert_int_eq(ntimer_order, 6);
+	for (int i = 1; i < 6; i++)
+		ck_assert_int_lt(timer_order[i - 1], timer_order[i]);
+}
+END_TEST
+
+START_TEST(test_join_sleeps_on_timer)
+{
+	fibril_t *f;
+	timed_result = 1;
+	ck_assert_int_eq(fibril_create(&f, timed_parker, (void *)5L, NULL), 0);
+	ck_assert_int_eq(fibril_join(f), 0);
+	ck_assert_int_eq(timed_result, -ETIMEDOUT);
+}
+END_TEST
+
+/* ---- wait queues ---- */
+
+static struct fibril_waitq wq;
+static char wq_log[16];
+static int nwq_log;
+
+static void wq_waiter(void *arg)
+{
+	ck_assert_int_eq(fibril_waitq_wait(&wq, 0), 0);
+	wq_log[nwq_log++] = (char)(long)arg;
+}
+
+START_TEST(test_waitq_wake_one_all)
+{
+	nwq_log = 0;
+	fibril_waitq_init(&wq);
+	ck_assert_int_eq(fibril_waitq_wake_one(&wq), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(fibril_create(NULL, wq_waiter, (void *)(long)('a' + i), NULL), 0);
+	fibril_sched_run();
+	ck_assert_int_eq(nwq_log, 0);
+	ck_assert_int_eq(fibril_waitq_wake_one(&wq), 1);
+	fibril_sched_run();
+	ck_assert_int_eq(nwq_log, 1);
+	ck_assert_int_eq(wq_log[0], 'a');   /* oldest first */
+	ck_assert_int_eq(fibril_waitq_wake_one(&wq), 1);
+	fibril_sched_run();
+	ck_assert_int_eq(nwq_log, 2);
+	ck_assert_int_eq(wq_log[1], 'b');
+	ck_assert_int_eq(fibril_waitq_wake_all(&wq), 2);
+	ck_assert_ptr_null(wq.head);
+	ck_assert_ptr_null(wq.tail);
+	fibril_sched_run();
+	wq_log[nwq_log] = 0;
+	ck_assert_str_eq(wq_log, "abcd");
+	ck_assert_int_eq(fibril_waitq_wake_all(&wq), 0);
+	ck_assert_uint_eq(fibril_sched_count(), 0);
+}
+END_TEST
+
+static void wq_timed_waiter(void *arg)
+{
+	timed_result = fibril_waitq_wait(&wq, fibril_now_ns() + 5000000u);
+}
+
+START_TEST(test_waitq_timeout_leaves_queue)
+{
+	fibril_t *a, *b;
+	fibril_waitq_init(&wq);
+	nwq_log = 0;
+	timed_result = 1;
+	ck_assert_int_eq(fibril_create(&a, wq_waiter, (void *)'x', NULL), 0);
+	ck_assert_int_eq(fibril_create(&b, wq_timed_waiter, NULL, NULL), 0);
+	ck_assert_int_eq(fibril_create(NULL, wq_waiter, (void *)'y', NULL), 0);
+	fibril_sched_run();
+	ck_assert_int_eq(fibril_join(b), 0);  /* sleeps until its deadline */
+	ck_assert_int_eq(timed_result, -ETIMEDOUT);
+	/* the middle waiter unlinked itself; the others are still queued */
+	ck_assert_int_eq(fibril_waitq_wake_all(&wq), 2);
+	fibril_sched_run();
+	wq_log[nwq_log] = 0;
+	ck_assert_str_eq(wq_log, "xy");
+	ck_assert_int_eq(fibril_join(a), 0);
+}
+END_TEST
+
 Suite *fibril_suite(void);
 Suite *fibril_suite(void)
 {
@@ -284,6 +435,12 @@ Suite *fibril_suite(void)
 	tcase_add_test(tc, test_init_twice_ebusy);
 	tcase_add_test(tc, test_slots);
 	tcase_add_test(tc, test_fini_abandons);
+	tcase_add_test(tc, test_park_until_expires);
+	tcase_add_test(tc, test_park_until_woken_first);
+	tcase_add_test(tc, test_timers_fire_in_deadline_order);
+	tcase_add_test(tc, test_join_sleeps_on_timer);
+	tcase_add_test(tc, test_waitq_wake_one_all);
+	tcase_add_test(tc, test_waitq_timeout_leaves_queue);
 	suite_add_tcase(s, tc);
 	return s;
 }
