@@ -1,1 +1,240 @@
-int main(void){return 77;}
+#include "first.h"
+
+#include "conf/conf.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Collected "file:line: message" lines of one load. */
+static char msgs[16][512];
+static int nmsgs;
+
+static void collect(void *arg, const char *msg)
+{
+	(void)arg;
+	if (nmsgs < 16)
+		snprintf(msgs[nmsgs++], sizeof msgs[0], "%s", msg);
+}
+
+static char path[64];
+
+/* Writes @text to a temp file and loads it into a fresh conf. */
+static int load(struct conf *c, const char *text)
+{
+	int fd;
+
+	snprintf(path, sizeof path, "/tmp/test_conf.XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	nmsgs = 0;
+	ck_assert_int_eq(conf_init(c), 0);
+	int r = conf_load(c, path, collect, NULL);
+	if (r >= 0)
+		r += conf_validate(c, collect, NULL);
+	unlink(path);
+	return r;
+}
+
+/* Asserts that message @i is "path:line: ..." containing @needle. */
+static void expect_msg(int i, int line, const char *needle)
+{
+	char prefix[96];
+
+	ck_assert_int_gt(nmsgs, i);
+	snprintf(prefix, sizeof prefix, "%s:%d: ", path, line);
+	ck_assert_msg(!strncmp(msgs[i], prefix, strlen(prefix)),
+	              "message %d is '%s', expected prefix '%s'", i, msgs[i], prefix);
+	ck_assert_msg(strstr(msgs[i], needle), "message '%s' lacks '%s'", msgs[i], needle);
+}
+
+START_TEST(defaults)
+{
+	struct conf c;
+
+	ck_assert_int_eq(conf_init(&c), 0);
+	ck_assert_str_eq(c.root, ".");
+	ck_assert_uint_eq(c.workers, 1);
+	ck_assert_str_eq(c.index, "index.html");
+	ck_assert(c.sidecars);
+	ck_assert(c.listing.enabled);
+	ck_assert(!c.listing.dotfiles);
+	ck_assert_ptr_null(c.access_log);
+	ck_assert_uint_eq(c.nlisten, 0);
+	conf_free(&c);
+}
+END_TEST
+
+START_TEST(full_file)
+{
+	struct conf c;
+	int r = load(&c,
+	             "# comment\n"
+	             "[server]\n"
+	             "listen = 127.0.0.1:8081\n"
+	             "listen = [::1]:8082\n"
+	             "listen = 8083\n"
+	             "root = /srv/www\n"
+	             "workers = 4\n"
+	             "access_log = /tmp/a.log ; inline comment\n"
+	             "log_level = debug\n"
+	             "sidecars = off\n"
+	             "max_ranges = 3\n"
+	             "small_file_max = 16k\n"
+	             "index = off\n"
+	             "[listing]\n"
+	             "dotfiles = yes\n"
+	             "default_format = ndjson\n"
+	             "default_sort = mtime\n"
+	             "window = 64\n"
+	             "[dir \"/private/\"]\n"
+	             "listing = off\n"
+	             "[dir \"/private/open\"]\n"
+	             "listing = on\n");
+	ck_assert_msg(r == 0, "errors: %d, first: %s", r, nmsgs ? msgs[0] : "");
+	ck_assert_uint_eq(c.nlisten, 3);
+	ck_assert_int_eq(c.listen[0].addr.ss_family, AF_INET);
+	ck_assert_uint_eq(ntohs(((struct sockaddr_in *)&c.listen[0].addr)->sin_port), 8081);
+	ck_assert_int_eq(c.listen[1].addr.ss_family, AF_INET6);
+	ck_assert_uint_eq(ntohs(((struct sockaddr_in6 *)&c.listen[1].addr)->sin6_port), 8082);
+	ck_assert_uint_eq(((struct sockaddr_in *)&c.listen[2].addr)->sin_addr.s_addr,
+	                  htonl(INADDR_ANY));
+	ck_assert_str_eq(c.root, "/srv/www");
+	ck_assert_uint_eq(c.workers, 4);
+	ck_assert_str_eq(c.access_log, "/tmp/a.log");
+	ck_assert_int_eq(c.log_level, CONF_LOG_DEBUG);
+	ck_assert(!c.sidecars);
+	ck_assert_uint_eq(c.max_ranges, 3);
+	ck_assert_uint_eq(c.small_file_max, 16384);
+	ck_assert_str_eq(c.index, "");
+	ck_assert(c.listing.dotfiles);
+	ck_assert_int_eq(c.listing.format, CONF_FMT_NDJSON);
+	ck_assert_int_eq(c.listing.sort, CONF_SORT_MTIME);
+	ck_assert_uint_eq(c.listing.window, 64);
+
+	struct conf_listing l;
+	conf_listing_for(&c, "/private/x/", &l);
+	ck_assert(!l.enabled);
+	ck_assert(l.dotfiles);
+	conf_listing_for(&c, "/private/open/y/", &l);
+	ck_assert(l.enabled);
+	conf_listing_for(&c, "/privateer/", &l);
+	ck_assert(l.enabled);
+	conf_listing_for(&c, "/private", &l);
+	ck_assert(!l.enabled);
+	conf_free(&c);
+}
+END_TEST
+
+START_TEST(errors_have_lines)
+{
+	struct conf c;
+	int r = load(&c,
+	             "[server]\n"                       /* 1 */
+	             "listen = 1.2.3:99999\n"           /* 2 */
+	             "bogus = 1\n"                      /* 3 */
+	             "workers = zero\n"                 /* 4 */
+	             "\n"                               /* 5 */
+	             "[nosuch]\n"                       /* 6 */
+	             "a = b\n"                          /* 7 */
+	             "[listing]\n"                      /* 8 */
+	             "no equals sign here\n"            /* 9 */
+	             "enabled = perhaps\n"              /* 10 */
+	             "[dir \"/a/../b\"]\n"              /* 11 */
+	             "listing = off\n"                  /* 12 */
+	             "[server\n");                      /* 13 */
+	ck_assert_int_eq(r, 8);
+	expect_msg(0, 2, "listen");
+	expect_msg(1, 3, "unknown key 'bogus'");
+	expect_msg(2, 4, "workers");
+	expect_msg(3, 7, "unknown section [nosuch]");
+	expect_msg(4, 9, "syntax error");
+	expect_msg(5, 10, "enabled");
+	expect_msg(6, 12, "'..'");
+	expect_msg(7, 13, "missing ']'");
+	conf_free(&c);
+}
+END_TEST
+
+START_TEST(key_outside_section)
+{
+	struct conf c;
+
+	ck_assert_int_eq(load(&c, "root = /x\n"), 1);
+	expect_msg(0, 1, "outside any section");
+	conf_free(&c);
+}
+END_TEST
+
+START_TEST(missing_file)
+{
+	struct conf c;
+
+	nmsgs = 0;
+	ck_assert_int_eq(conf_init(&c), 0);
+	ck_assert_int_lt(conf_load(&c, "/nonexistent/fileserverd.conf", collect, NULL), 0);
+	ck_assert_int_eq(nmsgs, 1);
+	ck_assert_msg(strstr(msgs[0], "/nonexistent/fileserverd.conf: cannot open"),
+	              "got '%s'", msgs[0]);
+	conf_free(&c);
+}
+END_TEST
+
+START_TEST(listen_forms)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	static const char *const good[] = { "127.0.0.1:80", "*:8080", "8080",
+	                                    ":8080", "[::]:80", "localhost:1" };
+	static const char *const bad[] = { "", "host:", "1.2.3.4", "1.2.3.4:x",
+	                                   "[::1]", "[::1:80", "1.2.3.4:65536",
+	                                   "example.com:80", "-1" };
+
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+		ck_assert_msg(conf_parse_listen(good[i], &ss, &len) == 0, "'%s' refused", good[i]);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		ck_assert_msg(conf_parse_listen(bad[i], &ss, &len) < 0, "'%s' accepted", bad[i]);
+}
+END_TEST
+
+START_TEST(sample_is_valid)
+{
+	struct conf c;
+	char sample[4096];
+
+	snprintf(sample, sizeof sample, "%s/conf/fileserverd.conf", SRCDIR);
+	nmsgs = 0;
+	ck_assert_int_eq(conf_init(&c), 0);
+	int r = conf_load(&c, sample, collect, NULL);
+	ck_assert_msg(r == 0, "%d errors, first: %s", r, nmsgs ? msgs[0] : "");
+	conf_free(&c);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("conf");
+	TCase *tc = tcase_create("parse");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, full_file);
+	tcase_add_test(tc, errors_have_lines);
+	tcase_add_test(tc, key_outside_section);
+	tcase_add_test(tc, missing_file);
+	tcase_add_test(tc, listen_forms);
+	tcase_add_test(tc, sample_is_valid);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
