@@ -426,6 +426,15 @@ void lk__flight_pump(struct lk__flight *f)
 				again = true;
 		if (f->err)
 			break;
+		if (f->phase == PH_READY)
+			for (struct lk_scan *k = f->consumers; k; k = k->next_c)
+				if (!k->counted) {
+					/* The pagination cursor, before any stat. */
+					k->counted = true;
+					if (k->after)
+						k->pos = k->hint =
+							lk__scan_start_index(f, k->after);
+				}
 		if (stat_in_dir_order(f)) {
 			while (f->busy < f->cap && f->stat_next < f->nrec &&
 			       f->stat_next < horizon) {
@@ -437,13 +446,6 @@ void lk__flight_pump(struct lk__flight *f)
 			for (; c; c = c->next_c) {
 				if (c->cancelled)
 					continue;
-				if (!c->counted) {
-					/* Apply the pagination cursor before any stat. */
-					c->counted = true;
-					if (c->after)
-						c->pos = c->hint =
-							lk__scan_start_index(f, c->after);
-				}
 				size_t left = c->o.limit ? c->o.limit - c->delivered
 					: SIZE_MAX;
 				size_t lim = c->pos + (left < c->window ? left : c->window);
@@ -456,6 +458,10 @@ void lk__flight_pump(struct lk__flight *f)
 				c->hint = i;
 			}
 		}
+		/* Vanished entries at a reader's position move its window on. */
+		for (struct lk_scan *k = f->consumers; k; k = k->next_c)
+			if (!k->cancelled && lk__scan_skip(k))
+				again = true;
 		if (f->phase == PH_NAMES && f->eof && !f->streaming) {
 			if ((f->flags & LK_SCAN_DIRS_FIRST) && !f->need_stat_all)
 				for (size_t i = 0; i < f->nrec; i++)

@@ -190,6 +190,7 @@ LK__HIDDEN void lk__flight_compact(struct lk__flight *f, size_t below);
 LK__HIDDEN void lk__flight_sort(struct lk__flight *f);
 LK__HIDDEN void lk__scan_notify(struct lk_scan *s);
 LK__HIDDEN bool lk__scan_ready(struct lk_scan *s);
+LK__HIDDEN bool lk__scan_skip(struct lk_scan *s);
 LK__HIDDEN size_t lk__scan_start_index(struct lk__flight *f, const char *after);
 
 #endif

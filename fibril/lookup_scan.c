@@ -15,7 +15,28 @@ static size_t limit_of(const struct lk_scan *s)
 	return s->o.limit ? s->o.limit : SIZE_MAX;
 }
 
-/* Skips entries that vanished; true when next_*() has something to say. */
+/* Moves past entries that vanished (statx ENOENT) at the reader's
+ * position; true if it moved (the flight must pump again: the reader's
+ * window moved on). */
+bool lk__scan_skip(struct lk_scan *s)
+{
+	struct lk__flight *f = s->f;
+	size_t p = s->pos;
+	if (f->streaming) {
+		while (p < f->nrec && f->recs[p].state == REC_DONE &&
+		       f->recs[p].err == -ENOENT)
+			p++;
+	} else if (f->phase == PH_READY && s->counted) {
+		while (p < f->norder && f->recs[f->order[p]].state == REC_DONE &&
+		       f->recs[f->order[p]].err == -ENOENT)
+			p++;
+	}
+	bool moved = p != s->pos;
+	s->pos = p;
+	return moved;
+}
+
+/* True when next_*() has something to say. */
 bool lk__scan_ready(struct lk_scan *s)
 {
 	if (s->cancelled || s->err || s->ended)
@@ -25,24 +46,17 @@ bool lk__scan_ready(struct lk_scan *s)
 		return s->op == NULL;
 	if (f->err || s->delivered >= limit_of(s))
 		return true;
+	if (lk__scan_skip(s))
+		lk__flight_pump(f);
 	if (f->streaming) {
-		while (s->pos < f->nrec && f->recs[s->pos].state == REC_DONE &&
-		       f->recs[s->pos].err == -ENOENT)
-			s->pos++;
 		if (s->pos < f->nrec)
 			return f->recs[s->pos].state == REC_DONE;
 		return f->eof;
 	}
-	if (f->phase != PH_READY)
+	if (f->phase != PH_READY || !s->counted)
 		return false;
-	while (s->pos < f->norder) {
-		const struct lk__rec *r = &f->recs[f->order[s->pos]];
-		if (r->state != REC_DONE)
-			return false;
-		if (r->err != -ENOENT)
-			return true;
-		s->pos++;
-	}
+	if (s->pos < f->norder)
+		return f->recs[f->order[s->pos]].state == REC_DONE;
 	return true;
 }
 

@@ -288,13 +288,25 @@ static void deleted_fibril(void *arg)
 	lk_scan_close(s);
 	ck_assert_uint_ge(before, 1);
 	ck_assert_uint_gt(deleted, 900);
-	/* Exactly what is left plus what was delivered before. */
-	ck_assert_uint_eq(got.n, 2000 - deleted);
+	/* Every file left is there once; a deleted one may be there only if
+	 * its statx ran before the unlink: at most the window issued after
+	 * the first batch. */
 	struct tl_names want = { 0 };
 	snprintf(p, sizeof(p), "%s/del", tl_dir);
 	tl_ls("", p, &want);
 	tl_names_sort(&got);
-	tl_names_eq(&got, &want);
+	size_t extra = 0, k = 0;
+	for (size_t i = 0; i < got.n; i++) {
+		if (i)
+			ck_assert_str_ne(got.v[i - 1], got.v[i]);
+		if (k < want.n && !strcmp(got.v[i], want.v[k]))
+			k++;
+		else
+			extra++;
+	}
+	ck_assert_uint_eq(k, want.n);
+	ck_assert_uint_le(extra, 8);
+	ck_assert_uint_eq(got.n, want.n + extra);
 	tl_names_free(&got);
 	tl_names_free(&want);
 }
