@@ -1,0 +1,70 @@
+# Static serving: statuses, byte-exact bodies, HEAD, keep-alive, redirects.
+. "$top_srcdir/t/daemon/lib.sh"
+
+D=$T/root
+mkdir -p "$D/dir/sub" "$D/noindex" "$D/withindex"
+printf 'hello\n' > "$D/hello.txt"
+head -c 1048576 /dev/urandom > "$D/big.bin"
+head -c 65536 /dev/urandom > "$D/edge.bin"
+head -c 65537 /dev/urandom > "$D/edge1.bin"
+: > "$D/empty"
+echo '<h1>index</h1>' > "$D/withindex/index.html"
+echo x > "$D/noindex/f"
+mkfifo "$D/fifo"
+ln -s /etc/passwd "$D/escape"
+ln -s hello.txt "$D/link.txt"
+
+checks() {
+	start_daemon --root "$D"
+
+	for f in hello.txt big.bin edge.bin edge1.bin empty link.txt; do
+		curl -s -o "$T/got" "$URL/$f"
+		if cmp -s "$T/got" "$D/$f"; then ok "GET /$f byte-exact"
+		else not_ok "GET /$f differs"; fi
+	done
+	check "200" 200 "$(code /hello.txt)"
+	check "Content-Type text/plain" "text/plain" \
+		"$(curl -s -o /dev/null -w '%{content_type}' "$URL/hello.txt" | cut -d';' -f1)"
+
+	# HEAD: headers of GET, no body
+	local h
+	h=$(curl -s -I "$URL/big.bin" | tr -d '\r')
+	check_match "HEAD 200" "^HTTP/1.1 200" "$h"
+	check_match "HEAD Content-Length" "Content-Length: 1048576" "$h"
+	check "HEAD has no body" 0 "$(curl -s --head "$URL/big.bin" -o /dev/null -w '%{size_download}')"
+
+	# keep-alive: two URLs in one curl reuse the connection
+	curl -sv -o /dev/null -o /dev/null "$URL/hello.txt" "$URL/big.bin" 2>"$T/v"
+	check_match "keep-alive reuse" "Re-using existing connection" "$(cat "$T/v")"
+	curl -sv -o /dev/null -o /dev/null "$URL/nope" "$URL/hello.txt" 2>"$T/v"
+	check_match "keep-alive after 404" "Re-using existing connection" "$(cat "$T/v")"
+
+	# directories
+	check "index.html" "$(cat "$D/withindex/index.html")" "$(curl -s "$URL/withindex/")"
+	check "301 for a directory without /" 301 "$(code /withindex)"
+	check "301 Location" "$URL/withindex/?a=1" \
+		"$(curl -s -o /dev/null -w '%{redirect_url}' "$URL/withindex?a=1")"
+	check "root listing or index" 200 "$(code /)"
+
+	# errors
+	check "404 missing" 404 "$(code /nope)"
+	check "404 file with trailing slash" 404 "$(code /hello.txt/)"
+	check "403 fifo" 403 "$(code /fifo)"
+	check "symlink escaping the root is not served" 404 "$(code /escape)"
+	check "400 ../ escape" 400 "$(code /../etc/passwd)"
+	check "400 %2e%2e escape" 400 "$(code /%2e%2e/%2e%2e/etc/passwd)"
+	check "dot segments inside the root" 200 "$(code /dir/../hello.txt)"
+	check "405 POST" 405 "$(code /hello.txt -X POST)"
+	check "405 DELETE" 405 "$(code /hello.txt -X DELETE)"
+	check_match "405 has Allow" "Allow: GET, HEAD, OPTIONS" \
+		"$(curl -s -i -X PUT "$URL/hello.txt" | tr -d '\r')"
+	check_match "OPTIONS has Allow" "Allow: GET, HEAD, OPTIONS" \
+		"$(curl -s -i -X OPTIONS "$URL/hello.txt" | tr -d '\r')"
+	check_match "OPTIONS 2xx" "^2" "$(code /hello.txt -X OPTIONS)"
+	check "414 long URL" 414 "$(code "/$(head -c 40000 /dev/zero | tr '\0' a)")"
+	check "431 huge header" 431 "$(code /hello.txt -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' b)")"
+	check_match "error pages are HTML" "<h1>404 Not Found</h1>" "$(curl -s "$URL/nope")"
+	check "still serving" hello "$(curl -s "$URL/hello.txt")"
+}
+
+run_backends checks

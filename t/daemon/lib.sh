@@ -1,0 +1,131 @@
+# t/daemon/lib.sh: sourced by the integration tests. Starts the real
+# fileserverd on a free loopback port, drives it with curl and friends,
+# and cleans up on any exit. Each test defines checks() and ends with
+# `run_backends checks`: the checks run once with the default async
+# backend and once with FIBRIL_BACKEND=threads.
+
+set -u
+: "${top_builddir:?run through make check}" "${top_srcdir:?run through make check}"
+FSD=$top_builddir/fileserverd
+[ -x "$FSD" ] || { echo "no $FSD"; exit 99; }
+
+need() {
+	for t in "$@"; do
+		command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t not installed"; exit 77; }
+	done
+}
+need curl python3
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/fsd-test.XXXXXX")
+DPID=
+fails=0
+cleanup() {
+	if [ -n "$DPID" ]; then
+		kill "$DPID" 2>/dev/null
+		wait "$DPID" 2>/dev/null
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
+# check NAME EXPECTED ACTUAL
+check() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected '$2', got '$3'"; fi
+}
+# check_match NAME REGEX ACTUAL
+check_match() {
+	if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"
+	else not_ok "$1: '$3' does not match /$2/"; fi
+}
+
+# start_daemon [fileserverd args...]: picks a free port, starts the
+# daemon there, waits until it answers. Sets PORT, URL, DPID.
+start_daemon() {
+	local try
+	for try in $(seq 1 30); do
+		PORT=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' \
+			"$PORT" 2>/dev/null || continue
+		"$FSD" -l "127.0.0.1:$PORT" "$@" >"$T/daemon.out" 2>"$T/daemon.err" &
+		DPID=$!
+		local i
+		for i in $(seq 1 100); do
+			if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PORT/" 2>/dev/null; then
+				URL=http://127.0.0.1:$PORT
+				return 0
+			fi
+			kill -0 "$DPID" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill "$DPID" 2>/dev/null
+		wait "$DPID" 2>/dev/null
+		DPID=
+		grep -q "in use" "$T/daemon.err" || { cat "$T/daemon.err"; break; }
+	done
+	echo "could not start fileserverd"
+	exit 99
+}
+
+stop_daemon() {
+	[ -n "$DPID" ] || return 0
+	kill "$DPID"
+	wait "$DPID"
+	local rc=$?
+	DPID=
+	check "daemon exits 0 on SIGTERM" 0 "$rc"
+}
+
+# code URL-PATH [curl args...]: the status code
+code() {
+	local p=$1
+	shift
+	curl -s -o /dev/null --path-as-is -w '%{http_code}' "$@" "$URL$p"
+}
+
+# raw BYTES: sends BYTES (printf escapes) on one connection, prints the
+# whole answer (the server closes or 2 s pass).
+raw() {
+	python3 - "$PORT" "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(sys.argv[2].encode("latin-1").decode("unicode_escape").encode("latin-1"))
+s.settimeout(2)
+out = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+except socket.timeout:
+    pass
+sys.stdout.write(out.decode("latin-1"))
+PY
+}
+
+# raw_status BYTES: the status code of the first response to BYTES.
+raw_status() {
+	raw "$1" | head -n1 | awk '{print $2}'
+}
+
+run_backends() {
+	local be
+	for be in default threads; do
+		echo "# backend: $be"
+		if [ "$be" = default ]; then unset FIBRIL_BACKEND; else export FIBRIL_BACKEND=$be; fi
+		"$@"
+		if [ "$be" = threads ]; then
+			check_match "async backend is threads" "backend threads" \
+				"$(grep -m1 backend "$T/daemon.err")"
+		fi
+		stop_daemon
+		if [ -s "$T/daemon.err" ] && grep -q "\[error\]" "$T/daemon.err"; then
+			echo "# daemon error log:"; sed 's/^/#   /' "$T/daemon.err"
+		fi
+	done
+	echo "# $fails failed"
+	[ "$fails" = 0 ]
+}
