@@ -20,3 +20,10 @@ t_fibril_test_lookup_open_LDADD = $(LOOKUP_TEST_LDADD)
 t_fibril_test_lookup_scan_SOURCES = t/fibril/test_lookup_scan.c t/fibril/test_lookup.h
 t_fibril_test_lookup_scan_CFLAGS = $(LOOKUP_TEST_CFLAGS)
 t_fibril_test_lookup_scan_LDADD = $(LOOKUP_TEST_LDADD)
+
+# The "ls" of seed 004 on the engine; the comparison script is a test.
+noinst_PROGRAMS += contrib/examples/fls
+contrib_examples_fls_SOURCES = contrib/examples/fls.c
+contrib_examples_fls_LDADD = fibril/libfibril.la
+TESTS += t/fibril/test_lookup_fls.sh
+EXTRA_DIST += t/fibril/test_lookup_fls.sh
