@@ -142,7 +142,10 @@ static void scratch(char *dir, int make)
 int main(int argc, char **argv)
 {
 	async_engine_t *e;
-	char dir[] = "/tmp/seed002.XXXXXX";
+	/* A private parent, so that ".." does not change under us while
+	 * other tests create files in /tmp. */
+	char parent[] = "/tmp/seed002.XXXXXX";
+	char dir[sizeof(parent) + 2];
 	const char *path = argc > 1 ? argv[1] : dir;
 
 	if (async_engine_create(NULL, &e) < 0) {
@@ -150,8 +153,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (argc < 2) {
-		if (!mkdtemp(dir)) {
+		if (!mkdtemp(parent)) {
 			perror("mkdtemp");
+			return 1;
+		}
+		snprintf(dir, sizeof(dir), "%s/d", parent);
+		if (mkdir(dir, 0755) != 0) {
+			perror(dir);
 			return 1;
 		}
 		scratch(dir, 1);
@@ -166,6 +174,7 @@ int main(int argc, char **argv)
 	async_engine_destroy(e);
 	if (argc < 2) {
 		scratch(dir, 0);
+		rmdir(parent);
 		if (n != NSCRATCH + 2) {
 			fprintf(stderr, "seed002: %d entries checked, want %d\n", n,
 			        NSCRATCH + 2);
