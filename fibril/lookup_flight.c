@@ -21,6 +21,10 @@
 
 #include "fibril/lookup_int.h"
 
+/* LK_ENTRY_STATE_BYTES in lookup.h states this (plus the order index). */
+_Static_assert(sizeof(struct lk__rec) + sizeof(uint32_t) <= LK_ENTRY_STATE_BYTES,
+	       "per-entry state grew: update LK_ENTRY_STATE_BYTES");
+
 enum { ST_LSTAT = 0, ST_READLINK, ST_TOPEN };
 
 /* Flights that can still be joined, on this thread. */

@@ -216,7 +216,7 @@ FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
                             const struct lk_scan_opts *o, lk_scan_t **out);
 
 /** Bytes of state a sorted scan keeps per entry besides its name. */
-#define LK_ENTRY_STATE_BYTES 80
+#define LK_ENTRY_STATE_BYTES 84
 
 /**
  * Blocking-style: returns the next batch in order. Returns 1 with
