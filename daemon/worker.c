@@ -237,7 +237,10 @@ static int worker_setup(struct fsd_worker *w)
 			MHD_OPTION_NOTIFY_COMPLETED, fsd_completed_cb, w,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
-			MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
+			/* Not 1: in 0.9.75 strict mode answers a missing Host with a
+			 * malformed response (its headers sent twice); reqhdr.c and
+			 * check.c do the RFC 9112 checks instead (DESIGN.md). */
+			MHD_OPTION_STRICT_FOR_CLIENT, (int)0,
 			MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
 			MHD_OPTION_END);
 		if (!w->mhd[i]) {

@@ -1,0 +1,64 @@
+# Hostile and malformed requests (RFC 9112 strictness): each gets the
+# right status, framing errors close the connection, and the daemon
+# keeps serving.
+. "$top_srcdir/t/daemon/lib.sh"
+
+D=$T/root
+mkdir -p "$D/dir"
+printf 'hello\n' > "$D/hello.txt"
+printf 'inner\n' > "$D/dir/x"
+
+# expect NAME STATUS REQUEST [close]: status of the first response; with
+# "close", the server must have closed the connection after it.
+expect() {
+	local out st
+	out=$(raw "$3")
+	st=$(printf '%s' "$out" | head -n1 | awk '{print $2}')
+	check "$1" "$2" "$st"
+	if [ "${4:-}" = close ]; then
+		check_match "$1: Connection: close" "^Connection: close" "$(printf '%s' "$out" | tr -d '\r')"
+	fi
+	# one well-formed response only (no garbage after the body)
+	check "$1: one response" 1 "$(printf '%s' "$out" | grep -c '^HTTP/1')"
+}
+
+checks() {
+	start_daemon --root "$D"
+	local H='Host: x\r\n'
+
+	expect "plain request" 200 "GET /hello.txt HTTP/1.1\r\n${H}Connection: close\r\n\r\n"
+	expect "missing Host" 400 "GET /hello.txt HTTP/1.1\r\n\r\n"
+	expect "duplicate Host" 400 "GET /hello.txt HTTP/1.1\r\n${H}${H}\r\n"
+	expect "invalid Host" 400 "GET /hello.txt HTTP/1.1\r\nHost: a b\r\n\r\n"
+	expect "HTTP/1.0 without Host" 200 "GET /hello.txt HTTP/1.0\r\n\r\n"
+	expect "obs-fold" 400 "GET /hello.txt HTTP/1.1\r\n${H}X-A: b\r\n c\r\n\r\n" close
+	expect "space before colon" 400 "GET /hello.txt HTTP/1.1\r\n${H}X-A : b\r\n\r\n" close
+	expect "space before colon in Host" 400 "GET /hello.txt HTTP/1.1\r\nHost : x\r\n\r\n" close
+	expect "invalid field name" 400 "GET /hello.txt HTTP/1.1\r\n${H}X(A): b\r\n\r\n" close
+	expect "control character in value" 400 "GET /hello.txt HTTP/1.1\r\n${H}X-A: a\x01b\r\n\r\n" close
+	expect "Transfer-Encoding" 400 "GET /hello.txt HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" close
+	expect "conflicting Content-Length" 400 "GET /hello.txt HTTP/1.1\r\n${H}Content-Length: 1\r\nContent-Length: 2\r\n\r\nab" close
+	expect "request body on GET" 400 "GET /hello.txt HTTP/1.1\r\n${H}Content-Length: 3\r\n\r\nabc" close
+	expect "Content-Length: 0 is fine" 200 "GET /hello.txt HTTP/1.1\r\n${H}Content-Length: 0\r\nConnection: close\r\n\r\n"
+	expect "unsupported Expect" 417 "GET /hello.txt HTTP/1.1\r\n${H}Expect: teapot\r\n\r\n"
+	expect "%00 in the path" 400 "GET /hello%00.txt HTTP/1.1\r\n${H}\r\n"
+	expect "%2f in a segment" 400 "GET /dir%2fx HTTP/1.1\r\n${H}\r\n"
+	expect "../ escape" 400 "GET /../../etc/passwd HTTP/1.1\r\n${H}\r\n"
+	expect "%2e%2e escape" 400 "GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\n${H}\r\n"
+	expect "bad percent escape" 400 "GET /hello%zz HTTP/1.1\r\n${H}\r\n"
+	expect "relative target" 400 "GET hello.txt HTTP/1.1\r\n${H}\r\n"
+	expect "absolute symlink-free path" 200 "GET /dir/./x HTTP/1.1\r\n${H}Connection: close\r\n\r\n"
+	expect "unknown method" 405 "BREW /hello.txt HTTP/1.1\r\n${H}\r\n"
+	expect "OPTIONS *" 204 "OPTIONS * HTTP/1.1\r\n${H}\r\n"
+
+	# pipelined requests on one connection are answered in order
+	local out
+	out=$(raw "GET /hello.txt HTTP/1.1\r\n${H}\r\nGET /dir/x HTTP/1.1\r\n${H}Connection: close\r\n\r\n")
+	check "pipelined: two responses" 2 "$(printf '%s' "$out" | grep -c '^HTTP/1.1 200')"
+	check_match "pipelined: second body" "inner" "$out"
+
+	check "still serving" hello "$(curl -s "$URL/hello.txt")"
+	kill -0 "$DPID" && ok "daemon alive" || not_ok "daemon died"
+}
+
+run_backends checks
