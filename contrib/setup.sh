@@ -22,7 +22,7 @@ pkgs_build="build-essential autoconf automake libtool pkg-config
   check libsubunit-dev"
 # Tests and benchmarks: real clients, peers, the FUSE test filesystem,
 # a browser for the listing page.
-pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx-light lighttpd valgrind
+pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
   rclone chromium python3 procps iproute2 xz-utils"
 
 missing=()
