@@ -1,0 +1,24 @@
+/*
+ * proto/errpage.h: status reason phrases and small HTML error bodies.
+ * Static data, any thread. The bodies never carry request data or
+ * server internals (paths, errno): those go to the error log.
+ */
+#ifndef PROTO_ERRPAGE_H
+#define PROTO_ERRPAGE_H
+
+#include <stddef.h>
+
+/** The reason phrase ("Not Found"); "Unknown" for a status it does not
+ *  know. Static. */
+const char *proto_status_reason(unsigned status);
+
+/**
+ * A complete HTML body for an error status (400 403 404 405 412 413 414
+ * 416 417 431 500 501 503 505, and any other 4xx/5xx as a generic page
+ * "NNN Reason"). Static storage: it can be handed to libmicrohttpd with
+ * MHD_RESPMEM_PERSISTENT. *len receives its length. Content-Type:
+ * "text/html; charset=utf-8".
+ */
+const char *proto_errpage(unsigned status, size_t *len);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * proto/reqcheck.h: request validation that RFC 9112 requires and that
+ * libmicrohttpd 0.9.75 does not do by itself (DESIGN.md). Pure, any
+ * thread; the checker struct belongs to one request.
+ *
+ * Use: proto_reqcheck_begin(), then proto_reqcheck_field() for every
+ * header field as delivered (e.g. from MHD_get_connection_values_n()
+ * with MHD_HEADER_KIND), in order, then proto_reqcheck_end(). Or
+ * proto_reqcheck() with an array. The first problem found decides the
+ * status; close_connection accumulates (a framing problem anywhere means
+ * the rest of the byte stream cannot be trusted).
+ *
+ * Choices (RFC 9112 / 9110 leave some to the server):
+ *  - missing Host in HTTP/1.1, more than one Host, invalid Host syntax
+ *    (RFC 9112 3.2, RFC 3986 host [":" port]) -> 400, keep-alive kept.
+ *  - a field name that is not a token, a value with a control byte other
+ *    than HTAB (incl. CR/LF: traces of obs-fold or smuggling) -> 400,
+ *    close.
+ *  - Transfer-Encoding (any; we serve GET/HEAD and take no bodies):
+ *    a coding we do not know (anything but chunked, gzip, x-gzip,
+ *    deflate, compress, x-compress, identity) -> 501 (RFC 9112 6.1
+ *    SHOULD), otherwise -> 400 (a request body we will not read); in
+ *    HTTP/1.0, or together with Content-Length -> 400. Always close:
+ *    the body's framing is unknown to us.
+ *  - Content-Length not a plain decimal, or several that differ
+ *    ("5, 6", or two fields) -> 400, close (RFC 9112 6.3). Identical
+ *    repeats are one value.
+ *  - Content-Length > 0: a body this server never reads -> 413, close
+ *    (the bytes would otherwise be parsed as the next request).
+ *  - Expect other than "100-continue" (case-insensitive) -> 417.
+ *  - request target longer than @max_target bytes -> 414; a target that
+ *    is not origin-form or absolute-form ("*" only with OPTIONS) -> 400.
+ */
+#ifndef PROTO_REQCHECK_H
+#define PROTO_REQCHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct proto_verdict {
+	unsigned status;        /* 0 = acceptable, else the status to send */
+	bool close_connection;  /* send "Connection: close" and close */
+	const char *reason;     /* static text for the error log, "" if ok */
+};
+
+/** Checker state; treat as opaque (fields may change). */
+struct proto_reqcheck {
+	struct proto_verdict v;
+	bool http11;
+	bool has_te;
+	unsigned hosts;
+	long long content_length;       /* -1: none seen */
+};
+
+/** A header field; the value need not be NUL-terminated. */
+struct proto_header {
+	const char *name;
+	size_t namelen;
+	const char *value;
+	size_t valuelen;
+};
+
+/**
+ * Starts checking a request. @method and @version are NUL-terminated
+ * ("GET", "HTTP/1.1"); @target is the raw request-target, @target_len
+ * bytes. @max_target: longest target accepted (0: no limit).
+ */
+void proto_reqcheck_begin(struct proto_reqcheck *c, const char *method,
+                          const char *version, const char *target,
+                          size_t target_len, size_t max_target);
+
+/** Checks one header field. Names are matched case-insensitively. */
+void proto_reqcheck_field(struct proto_reqcheck *c, const char *name,
+                          size_t namelen, const char *value, size_t valuelen);
+
+/** Finishes (checks what needs all fields, e.g. a missing Host). */
+struct proto_verdict proto_reqcheck_end(struct proto_reqcheck *c);
+
+/** All of the above in one call. */
+struct proto_verdict proto_reqcheck(const char *method, const char *version,
+                                    const char *target, size_t target_len,
+                                    const struct proto_header *h, size_t n,
+                                    size_t max_target);
+
+#endif
