@@ -42,7 +42,7 @@ int proto_mime_load(struct proto_mime *m, const char *text, size_t len);
  * The Content-Type for file name @name (@len bytes; a name or a path:
  * only the last segment counts). The extension is what follows the last
  * '.', matched case-insensitively; a name whose only '.' is its first
- * byte (".profile") has none. Types that are text (text/*, JavaScript,
+ * byte (".profile") has none. Types that are text (text/ types, JavaScript,
  * JSON, XML, SVG...) come with "; charset=utf-8" unless the table entry
  * already carries parameters. Never NULL: unknown -> the default type.
  */
