@@ -28,3 +28,4 @@ contrib_examples_fls_LDADD = fibril/libfibril.la
 TESTS += t/fibril/test_lookup_fls.sh
 EXTRA_DIST += t/fibril/test_lookup_fls.sh
 dist_noinst_SCRIPTS += contrib/bench/lookup-bench
+dist_man_MANS += man/libfibril.3

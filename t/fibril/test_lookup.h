@@ -137,7 +137,8 @@ TL_FN int tl_strcmp(const void *a, const void *b)
 
 TL_FN void tl_names_sort(struct tl_names *l)
 {
-	qsort(l->v, l->n, sizeof(*l->v), tl_strcmp);
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), tl_strcmp);
 }
 
 #endif
