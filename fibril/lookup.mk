@@ -8,7 +8,8 @@ fibril_libfibril_la_SOURCES += \
 	fibril/lookup_scan.c
 
 # Unit tests (Check): also re-run under ASan+UBSan by `make check-unit`.
-LOOKUP_TESTS = t/fibril/test_lookup_open t/fibril/test_lookup_scan
+LOOKUP_TESTS = t/fibril/test_lookup_open t/fibril/test_lookup_scan \
+	t/fibril/test_lookup_slowfs
 check_PROGRAMS += $(LOOKUP_TESTS)
 TESTS += $(LOOKUP_TESTS)
 UNIT_TESTS += $(LOOKUP_TESTS)
@@ -20,6 +21,10 @@ t_fibril_test_lookup_open_LDADD = $(LOOKUP_TEST_LDADD)
 t_fibril_test_lookup_scan_SOURCES = t/fibril/test_lookup_scan.c t/fibril/test_lookup.h
 t_fibril_test_lookup_scan_CFLAGS = $(LOOKUP_TEST_CFLAGS)
 t_fibril_test_lookup_scan_LDADD = $(LOOKUP_TEST_LDADD)
+# Mounts t/slowfs (skips with 77 when FUSE is not usable).
+t_fibril_test_lookup_slowfs_SOURCES = t/fibril/test_lookup_slowfs.c t/fibril/test_lookup.h
+t_fibril_test_lookup_slowfs_CFLAGS = $(LOOKUP_TEST_CFLAGS)
+t_fibril_test_lookup_slowfs_LDADD = $(LOOKUP_TEST_LDADD)
 
 # The "ls" of seed 004 on the engine; the comparison script is a test.
 noinst_PROGRAMS += contrib/examples/fls

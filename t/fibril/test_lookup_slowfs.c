@@ -1,0 +1,287 @@
+/* The lookup engine on slowfs (t/slowfs: a FUSE passthrough with a delay
+ * per metadata op and EIO for names ending in ".eio"): one failing entry
+ * fails alone, slow stats overlap, other fibrils keep running, and
+ * cancelling frees everything. Skips (77) when FUSE cannot be mounted. */
+#include "first.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "test_lookup.h"
+
+static char back[300], mnt[300];
+static char slowfs_pid[32];
+static lk_root_t *root;
+
+static void unmount_all(void)
+{
+	const char *src = getenv("top_srcdir");
+	char cmd[1024];
+	if (mnt[0] && src) {
+		snprintf(cmd, sizeof(cmd), "sh '%s/t/slowfs/umount.sh' '%s' %s",
+			 src, mnt, slowfs_pid);
+		if (system(cmd) != 0)
+			fprintf(stderr, "umount %s failed\n", mnt);
+	}
+	if (tl_dir[0])
+		tl_rm_rf(tl_dir);
+}
+
+static void on_signal(int sig)
+{
+	unmount_all();
+	_exit(1);
+}
+
+/* Returns 0 mounted, 77 skip, 1 error. */
+static int mount_slowfs(unsigned delay_ms)
+{
+	const char *src = getenv("top_srcdir");
+	if (!src)
+		return 77;
+	/* Not tl_setup(): no ck_assert outside a running test. */
+	const char *t = getenv("TMPDIR");
+	snprintf(tl_dir, sizeof(tl_dir), "%s/lktest.XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tl_dir)) {
+		tl_dir[0] = 0;
+		return 1;
+	}
+	snprintf(back, sizeof(back), "%s/back", tl_dir);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", tl_dir);
+	if (mkdir(back, 0755) || mkdir(mnt, 0755))
+		return 1;
+	char p[400];
+	for (unsigned i = 0; i < 200; i++) {
+		snprintf(p, sizeof(p), "%s/f%03u", back, i);
+		int fd = open(p, O_CREAT | O_WRONLY, 0644);
+		if (fd < 0)
+			return 1;
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "%s/f100.eio", back);
+	close(open(p, O_CREAT | O_WRONLY, 0644));
+	snprintf(p, sizeof(p), "%s/sub", back);
+	mkdir(p, 0755);
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "sh '%s/t/slowfs/mount.sh' -o delay_ms=%u '%s' '%s'",
+		 src, delay_ms, back, mnt);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return 1;
+	if (!fgets(slowfs_pid, sizeof(slowfs_pid), f))
+		slowfs_pid[0] = 0;
+	slowfs_pid[strcspn(slowfs_pid, "\n")] = 0;
+	int st = pclose(f);
+	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	if (rc != 0) {
+		mnt[0] = 0;
+		return rc == 77 ? 77 : 1;
+	}
+	return 0;
+}
+
+static unsigned long slowfs_stat(const char *op)
+{
+	char p[400], line[128];
+	snprintf(p, sizeof(p), "%s/.slowfs-stats", mnt);
+	FILE *f = fopen(p, "r");
+	ck_assert_ptr_nonnull(f);
+	unsigned long v = 0;
+	size_t l = strlen(op);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, op, l) && line[l] == ' ')
+			v = strtoul(line + l + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void open_root(void)
+{
+	ck_assert_int_eq(lk_root_open(mnt, NULL, &root), 0);
+}
+
+static void close_root(void)
+{
+	lk_root_close(root);
+	root = NULL;
+}
+
+/* ---- EIO on one entry fails that entry only ---- */
+static void eio_fibril(void *arg)
+{
+	struct lk_scan_opts o = { .sort = *(enum lk_sort *)arg, .window = 64 };
+	lk_scan_t *s;
+	ck_assert_int_eq(lk_scan_open(root, "", &o, &s), 0);
+	const struct lk_entry *e;
+	size_t n, total = 0, failed = 0;
+	int rc;
+	while ((rc = lk_scan_next(s, &e, &n)) == 1)
+		for (size_t i = 0; i < n; i++, total++) {
+			if (!strcmp(e[i].name, "f100.eio")) {
+				ck_assert_int_eq(e[i].err, -EIO);
+				ck_assert_uint_eq(e[i].stx.stx_mask, 0);
+				failed++;
+			} else {
+				ck_assert_msg(e[i].err == 0, "%s: err %d", e[i].name,
+					      e[i].err);
+				ck_assert_uint_ne(e[i].stx.stx_mask, 0);
+			}
+		}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(failed, 1);
+	ck_assert_uint_eq(total, 202);
+	lk_scan_close(s);
+}
+
+START_TEST(eio_fails_alone)
+{
+	enum lk_sort sorts[] = { LK_SORT_NAME, LK_SORT_NONE, LK_SORT_SIZE };
+	open_root();
+	for (unsigned i = 0; i < 3; i++)
+		tl_run_fibril(eio_fibril, &sorts[i]);
+	struct lk_file f;
+	ck_assert_int_eq(lk_open(root, "f100.eio", O_RDONLY, NULL, &f), -EIO);
+	close_root();
+}
+END_TEST
+
+/* ---- slow stats overlap; other fibrils run meanwhile ---- */
+struct par { bool scanning; unsigned ran_while_parked; int rc; size_t n; };
+
+static void par_scan(void *arg)
+{
+	struct par *p = arg;
+	struct lk_scan_opts o = { .sort = LK_SORT_NAME, .window = 64 };
+	lk_scan_t *s;
+	ck_assert_int_eq(lk_scan_open(root, "", &o, &s), 0);
+	const struct lk_entry *e;
+	size_t n;
+	p->scanning = true;
+	while ((p->rc = lk_scan_next(s, &e, &n)) == 1)
+		p->n += n;
+	p->scanning = false;
+	lk_scan_close(s);
+}
+
+static void par_other(void *arg)
+{
+	struct par *p = arg;
+	/* Runs only when the scanner parks: its stats are in flight. */
+	while (!p->scanning)
+		fibril_yield();
+	while (p->scanning) {
+		p->ran_while_parked++;
+		fibril_park_until(fibril_now_ns() + 1000000);
+	}
+}
+
+START_TEST(parallel_and_not_blocking)
+{
+	open_root();
+	unsigned long lookups0 = slowfs_stat("lookup");
+	struct par p = { 0 };
+	async_engine_t *e;
+	ck_assert_int_eq(fibril_sched_init(NULL), 0);
+	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
+	ck_assert_int_eq(fibril_create(NULL, par_scan, &p, "scan"), 0);
+	ck_assert_int_eq(fibril_create(NULL, par_other, &p, "other"), 0);
+	ck_assert_int_eq(async_engine_run(e), 0);
+	async_engine_destroy(e);
+	fibril_sched_fini();
+	ck_assert_int_eq(p.rc, 0);
+	ck_assert_uint_eq(p.n, 202);   /* 200 files, f100.eio, sub */
+	ck_assert_uint_ge(p.ran_while_parked, 1);
+	/* Every entry was looked up once by its statx... */
+	ck_assert_uint_ge(slowfs_stat("lookup") - lookups0, 202);
+	/* ...and many were waiting in slowfs at the same time. */
+	ck_assert_uint_ge(slowfs_stat("inflight_max"), 8);
+	close_root();
+}
+END_TEST
+
+/* ---- cancelling opens and scans frees everything ---- */
+struct cx { lk_group_t *g; int open_rc, scan_rc; };
+
+static void cx_open(void *arg)
+{
+	struct cx *c = arg;
+	struct lk_file f;
+	c->open_rc = lk_open(root, "sub/../f001", O_RDONLY, c->g, &f);
+	if (c->open_rc == 0)
+		close(f.fd);
+}
+
+static void cx_scan(void *arg)
+{
+	struct cx *c = arg;
+	struct lk_scan_opts o = { .sort = LK_SORT_MTIME, .group = c->g };
+	lk_scan_t *s;
+	c->scan_rc = lk_scan_open(root, "", &o, &s);
+	if (c->scan_rc < 0)
+		return;
+	const struct lk_entry *e;
+	size_t n;
+	while ((c->scan_rc = lk_scan_next(s, &e, &n)) == 1)
+		;
+	lk_scan_close(s);
+}
+
+static void cx_cancel(void *arg)
+{
+	struct cx *c = arg;
+	fibril_yield();
+	lk_group_cancel(c->g);
+}
+
+START_TEST(cancel_frees)
+{
+	open_root();
+	struct cx c = { NULL, 1, 1 };
+	ck_assert_int_eq(lk_group_new(&c.g), 0);
+	async_engine_t *e;
+	ck_assert_int_eq(fibril_sched_init(NULL), 0);
+	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
+	ck_assert_int_eq(fibril_create(NULL, cx_open, &c, "open"), 0);
+	ck_assert_int_eq(fibril_create(NULL, cx_scan, &c, "scan"), 0);
+	ck_assert_int_eq(fibril_create(NULL, cx_cancel, &c, "cancel"), 0);
+	ck_assert_int_eq(async_engine_run(e), 0);
+	ck_assert_int_eq(c.open_rc, -ECANCELED);
+	ck_assert_int_eq(c.scan_rc, -ECANCELED);
+	struct lk_stats st;
+	lk_stats(&st);
+	ck_assert_uint_eq(st.live_ops, 0);
+	ck_assert_uint_eq(st.live_scans, 0);
+	ck_assert_uint_eq(st.live_flights, 0);
+	ck_assert_uint_eq(async_engine_inflight(e), 0);
+	async_engine_destroy(e);
+	fibril_sched_fini();
+	lk_group_free(c.g);
+	close_root();
+}
+END_TEST
+
+int main(void)
+{
+	int rc = mount_slowfs(1);
+	if (rc) {
+		unmount_all();
+		if (rc == 77)
+			fprintf(stderr, "slowfs cannot be mounted here: skipped\n");
+		return rc;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	Suite *s = suite_create("lookup_slowfs");
+	TCase *tc = tcase_create("slowfs");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, eio_fails_alone);
+	tcase_add_test(tc, parallel_and_not_blocking);
+	tcase_add_test(tc, cancel_frees);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	unmount_all();
+	return failed ? 1 : 0;
+}
