@@ -94,12 +94,13 @@ struct fsd_worker {
 	struct MHD_Daemon **mhd;
 	int *listen_fds;
 	struct event **mhd_ev;
-	struct event *timer, *stop_ev;
+	struct event *timer, *stop_ev, *kick_ev;
 	int stop_efd;
 	struct fsd_req *susp_head;     /* suspended requests, oldest first */
 	struct fsd_req *susp_tail;
 	unsigned listings;             /* listings in progress */
 	bool stopping;
+	bool resumed;                  /* a connection was resumed since the last MHD_run */
 	uint64_t stop_deadline_ns;
 };
 
@@ -110,6 +111,8 @@ void fsd_worker_join(struct fsd_worker *w);
 /* Puts @rq on the suspended list with its deadline. */
 void fsd_worker_track(struct fsd_worker *w, struct fsd_req *rq);
 void fsd_worker_untrack(struct fsd_worker *w, struct fsd_req *rq);
+/* After MHD_resume_connection(): have the loop run MHD now. */
+void fsd_worker_kick(struct fsd_worker *w);
 
 /* request.c: MHD callbacks (cls is the worker) */
 void *fsd_uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c);

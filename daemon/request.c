@@ -136,6 +136,7 @@ static void req_fibril(void *arg)
 			rq->suspended = false;
 			fsd_worker_untrack(rq->w, rq);
 			MHD_resume_connection(rq->conn);
+			fsd_worker_kick(rq->w);
 		}
 	}
 	req_unref(rq);
@@ -153,6 +154,7 @@ void fsd_req_abandon(struct fsd_req *rq, unsigned status)
 	if (rq->suspended) {
 		rq->suspended = false;
 		MHD_resume_connection(rq->conn);
+		fsd_worker_kick(rq->w);
 	}
 }
 

@@ -49,7 +49,7 @@ static void engine_log(int level, const char *msg, void *arg)
 	struct fsd_worker *w = arg;
 
 	/* The backend line comes once per worker; say it once. */
-	if (level >= LOG_INFO && w->id)
+	if (w->id && strstr(msg, "backend"))
 		return;
 	fsd_log(level > LOG_NOTICE ? LOG_NOTICE : level, "%s", msg);
 }
@@ -89,11 +89,44 @@ static void schedule(struct fsd_worker *w)
 	evtimer_add(w->timer, &tv);
 }
 
+/*
+ * libmicrohttpd 0.9.75, external epoll: MHD_resume_connection() only
+ * marks the connection; nothing becomes readable on MHD's epoll fd (its
+ * ITC is not used in external polling mode), so without help the
+ * response waited for the next timer (measured: ~1 s). fsd_worker_kick()
+ * makes the loop call MHD_run() at once; a resumed connection's socket
+ * has nothing new to report (edge-triggered), so the run that moves it
+ * back to MHD's lists is followed by one more that handles it.
+ */
 static void run_mhd(struct fsd_worker *w)
 {
+	bool again = w->resumed;
+
+	w->resumed = false;
 	for (size_t i = 0; i < w->nmhd; i++)
 		if (w->mhd[i])
 			MHD_run(w->mhd[i]);
+	if (again || w->resumed) {
+		w->resumed = false;
+		for (size_t i = 0; i < w->nmhd; i++)
+			if (w->mhd[i])
+				MHD_run(w->mhd[i]);
+	}
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+	struct fsd_worker *w = arg;
+	(void)fd;
+	(void)what;
+	run_mhd(w);
+	schedule(w);
+}
+
+void fsd_worker_kick(struct fsd_worker *w)
+{
+	w->resumed = true;
+	event_active(w->kick_ev, EV_TIMEOUT, 0);
 }
 
 static void expire(struct fsd_worker *w)
@@ -263,7 +296,8 @@ static int worker_setup(struct fsd_worker *w)
 	}
 	w->stop_ev = event_new(w->base, w->stop_efd, EV_READ | EV_PERSIST, on_stop, w);
 	w->timer = evtimer_new(w->base, on_timer, w);
-	if (!w->stop_ev || !w->timer || event_add(w->stop_ev, NULL) < 0)
+	w->kick_ev = event_new(w->base, -1, 0, on_kick, w);
+	if (!w->stop_ev || !w->timer || !w->kick_ev || event_add(w->stop_ev, NULL) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -302,6 +336,8 @@ static void worker_teardown(struct fsd_worker *w)
 		event_free(w->stop_ev);
 	if (w->timer)
 		event_free(w->timer);
+	if (w->kick_ev)
+		event_free(w->kick_ev);
 	if (w->engine) {
 		async_event_detach(w->engine);
 		async_engine_destroy(w->engine);

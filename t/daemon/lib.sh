@@ -119,7 +119,7 @@ run_backends() {
 		"$@"
 		if [ "$be" = threads ]; then
 			check_match "async backend is threads" "backend threads" \
-				"$(grep -m1 backend "$T/daemon.err")"
+				"$(cat "$T"/*.log "$T/daemon.err" 2>/dev/null | grep -m1 backend)"
 		fi
 		stop_daemon
 		if [ -s "$T/daemon.err" ] && grep -q "\[error\]" "$T/daemon.err"; then

@@ -1,0 +1,91 @@
+# Command line, configuration file, logs, signals, workers.
+. "$top_srcdir/t/daemon/lib.sh"
+
+D=$T/root
+mkdir -p "$D/private" "$D/open"
+printf 'hello\n' > "$D/hello.txt"
+echo p > "$D/private/p"
+echo o > "$D/open/o"
+
+checks() {
+	local out rc
+
+	# -V, -h, usage errors
+	out=$("$FSD" -V); rc=$?
+	check "-V exits 0" 0 "$rc"
+	check_match "-V prints the version" "^fileserverd [0-9]" "$out"
+	out=$("$FSD" --help); rc=$?
+	check "--help exits 0" 0 "$rc"
+	check_match "--help lists --listen" "--listen" "$out"
+	"$FSD" --no-such-option >/dev/null 2>&1; check "unknown option exits 2" 2 "$?"
+	"$FSD" -w 0 >/dev/null 2>&1; check "-w 0 is refused" 2 "$?"
+
+	# -t on the shipped sample and on a broken file
+	"$FSD" -t -c "$top_srcdir/conf/fileserverd.conf" -r "$D" >/dev/null 2>&1
+	check "-t sample config" 0 "$?"
+	printf '[server]\nroot = %s\nworkers = many\nbogus = 1\n[listing]\nenabled = maybe\n' "$D" > "$T/bad.conf"
+	out=$("$FSD" -t -c "$T/bad.conf" 2>&1); rc=$?
+	check "-t bad config exits 1" 1 "$rc"
+	check_match "-t names file:line (workers)" "^$T/bad.conf:3: workers" "$out"
+	check_match "-t names file:line (bogus)" "$T/bad.conf:4: unknown key 'bogus'" "$out"
+	check_match "-t names file:line (enabled)" "$T/bad.conf:6: enabled" "$out"
+	out=$("$FSD" -t -c "$T/nonexistent.conf" 2>&1); rc=$?
+	check "-t missing file exits 1" 1 "$rc"
+	out=$("$FSD" -t -r "$T/nonexistent-root" 2>&1); rc=$?
+	check "-t missing root exits 1" 1 "$rc"
+	"$FSD" -t -l "300.1.1.1:80" >/dev/null 2>&1; check "-t bad --listen exits 1" 1 "$?"
+
+	rm -f "$T"/*.log "$T"/*.log.1
+	# a real configuration: two workers, access log, per-directory listing off
+	cat > "$T/fsd.conf" <<CONF
+[server]
+root = $D
+workers = 2
+access_log = $T/access.log
+error_log = $T/error.log
+log_level = info
+[listing]
+enabled = on
+[dir "/private"]
+listing = off
+CONF
+	start_daemon -c "$T/fsd.conf"
+	check_match "prints the URL" "http://127.0.0.1:$PORT/" "$(cat "$T/daemon.out")"
+	check "GET with config" hello "$(curl -s "$URL/hello.txt")"
+	check "listing on" 200 "$(code /open/)"
+	check "[dir] listing off → 403" 403 "$(code /private/)"
+	check "files under [dir] still served" p "$(curl -s "$URL/private/p")"
+	local i
+	for i in 1 2 3 4 5 6 7 8; do curl -s -o /dev/null "$URL/hello.txt"; done
+	curl -s -o /dev/null -A 'agent "quoted"' -e 'http://ref/' "$URL/hello.txt?q=1"
+
+	# SIGHUP reopens the logs
+	mv "$T/access.log" "$T/access.log.1"
+	kill -HUP "$DPID"
+	sleep 0.3
+	curl -s -o /dev/null "$URL/after-hup"
+	stop_daemon
+	# Lines are buffered per worker (flushed at least once a second), so
+	# one logged before the SIGHUP may land in either file.
+	local all
+	all=$(cat "$T/access.log.1" "$T/access.log" 2>/dev/null)
+	check_match "access log: CLF line" \
+		'^127\.0\.0\.1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} [-+][0-9]{4}\] "GET /hello.txt HTTP/1.1" 200 6 "-" "curl/[^"]*"$' \
+		"$(printf '%s\n' "$all" | grep -m1 'GET /hello.txt HTTP')"
+	check "access log: every request" 10 "$(printf '%s\n' "$all" | grep -c '"GET /hello.txt')"
+	check_match "access log: referer, escaped agent, query" \
+		'"GET /hello.txt\?q=1 HTTP/1.1" 200 6 "http://ref/" "agent \\"quoted\\""' "$all"
+	check_match "access log: 403 without a size" '"GET /private/ HTTP/1.1" 403 - ' "$all"
+	check_match "access log: request after SIGHUP in the new file" \
+		'"GET /after-hup HTTP/1.1" 404 ' "$(cat "$T/access.log" 2>/dev/null)"
+	check_match "error log: backend logged" "async: backend" "$(cat "$T/error.log")"
+	check "error log: backend logged once" 1 "$(grep -c 'async: backend' "$T/error.log")"
+	check_match "error log: SIGHUP noted" "reopening logs" "$(cat "$T/error.log")"
+	rm -f "$T/access.log" "$T/access.log.1" "$T/error.log"
+
+	# command line overrides the file
+	start_daemon -c "$T/fsd.conf" -r "$D/open"
+	check "--root overrides root" o "$(curl -s "$URL/o")"
+}
+
+run_backends checks
