@@ -14,8 +14,8 @@ const char *proto_status_reason(unsigned status);
 
 /**
  * A complete HTML body for an error status (400 403 404 405 412 413 414
- * 416 417 431 500 501 503 505, and any other 4xx/5xx as a generic page
- * "NNN Reason"). Static storage: it can be handed to libmicrohttpd with
+ * 416 417 431 500 501 503 505; any other status gets a generic "4xx
+ * Client Error" or "5xx Server Error" page). Static storage: it can be handed to libmicrohttpd with
  * MHD_RESPMEM_PERSISTENT. *len receives its length. Content-Type:
  * "text/html; charset=utf-8".
  */

@@ -1,0 +1,541 @@
+#include "first.h"
+
+#include "proto/listing.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define TRY(x) do { int r__ = (x); if (r__ < 0) return r__; } while (0)
+
+static const char repl[] = "\xEF\xBF\xBD";      /* U+FFFD */
+
+/* Length of the valid UTF-8 sequence at s[0..n) (RFC 3629: no
+ * overlongs, no surrogates, nothing above U+10FFFF), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4;
+	else
+		return 0;
+	if (c == 0xE0)
+		lo = 0xA0;
+	else if (c == 0xED)
+		hi = 0x9F;
+	else if (c == 0xF0)
+		lo = 0x90;
+	else if (c == 0xF4)
+		hi = 0x8F;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+	return len;
+}
+
+int proto_json_string(struct proto_buf *b, const char *s, size_t len,
+                      bool *invalid)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t run = 0, i = 0, save = b->len;
+	int r;
+
+	if (invalid)
+		*invalid = false;
+	/* worst case is 6 bytes per input byte; reserve the common case */
+	if ((r = proto_buf_reserve(b, len + 2)) < 0)
+		return r;
+	if ((r = proto_buf_append(b, "\"", 1)) < 0)
+		goto fail;
+	while (i < len) {
+		unsigned char c = u[i];
+		char esc[8];
+		const char *e = NULL;
+		size_t el = 2, k;
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0x80 && (k = utf8_seq(u + i, len - i))) {
+			i += k;
+			continue;
+		}
+		/* flush the plain run s[run..i) */
+		if ((r = proto_buf_append(b, s + run, i - run)) < 0)
+			goto fail;
+		switch (c) {
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
+		default:
+			if (c < 0x20) {
+				snprintf(esc, sizeof esc, "\\u%04x", c);
+				e = esc;
+				el = 6;
+			} else {
+				e = "\\ufffd";
+				el = 6;
+				if (invalid)
+					*invalid = true;
+			}
+		}
+		if ((r = proto_buf_append(b, e, el)) < 0)
+			goto fail;
+		run = ++i;
+	}
+	if ((r = proto_buf_append(b, s + run, i - run)) < 0 ||
+	    (r = proto_buf_append(b, "\"", 1)) < 0)
+		goto fail;
+	return 0;
+fail:
+	b->len = save;
+	return r;
+}
+
+int proto_html_escape(struct proto_buf *b, const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t run = 0, i = 0, save = b->len;
+	int r;
+
+	while (i < len) {
+		unsigned char c = u[i];
+		const char *e;
+		size_t k;
+
+		if (c >= 0x80 && (k = utf8_seq(u + i, len - i))) {
+			i += k;
+			continue;
+		}
+		if (c >= 0x20 && c < 0x7f && !strchr("&<>\"'", c)) {
+			i++;
+			continue;
+		}
+		if ((r = proto_buf_append(b, s + run, i - run)) < 0)
+			goto fail;
+		switch (c) {
+		case '&': e = "&amp;"; break;
+		case '<': e = "&lt;"; break;
+		case '>': e = "&gt;"; break;
+		case '"': e = "&quot;"; break;
+		case '\'': e = "&#39;"; break;
+		default: e = repl;      /* control, DEL, invalid UTF-8 */
+		}
+		if ((r = proto_buf_puts(b, e)) < 0)
+			goto fail;
+		run = ++i;
+	}
+	if ((r = proto_buf_append(b, s + run, i - run)) < 0)
+		goto fail;
+	return 0;
+fail:
+	b->len = save;
+	return r;
+}
+
+/* Appends the percent-encoding of s (url.h rules). */
+static int put_encoded(struct proto_buf *b, const char *s, size_t len,
+                       unsigned flags)
+{
+	size_t need = proto_url_encode(s, len, NULL, 0, flags);
+
+	TRY(proto_buf_reserve(b, need + 1));
+	proto_url_encode(s, len, b->data + b->len, need + 1, flags);
+	b->len += need;
+	return 0;
+}
+
+static const char *type_name(enum proto_ftype t)
+{
+	switch (t) {
+	case PROTO_FT_REG: return "file";
+	case PROTO_FT_DIR: return "dir";
+	case PROTO_FT_LNK: return "symlink";
+	case PROTO_FT_CHR: return "char";
+	case PROTO_FT_BLK: return "block";
+	case PROTO_FT_FIFO: return "fifo";
+	case PROTO_FT_SOCK: return "socket";
+	default: return "unknown";
+	}
+}
+
+const char *proto_listing_content_type(enum proto_list_format f)
+{
+	switch (f) {
+	case PROTO_FMT_JSON: return "application/json";
+	case PROTO_FMT_NDJSON: return "application/x-ndjson";
+	default: return "text/html; charset=utf-8";
+	}
+}
+
+/* ---- HTML ---- */
+
+static const char css[] =
+	"body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}"
+	"h1{font-size:1.2em;font-weight:600;word-break:break-all}"
+	"h1 a{text-decoration:none}"
+	"table{border-collapse:collapse;table-layout:fixed;width:100%}"
+	"th,td{padding:2px 8px;text-align:left;white-space:nowrap;"
+	"overflow:hidden;text-overflow:ellipsis}"
+	"th{border-bottom:1px solid #bbb;position:sticky;top:0;background:#fff}"
+	"th a{color:inherit}th.s:after{content:\" \\25B2\"}"
+	"th.d:after{content:\" \\25BC\"}"
+	"td:nth-child(2),th:nth-child(2){text-align:right}"
+	"tbody tr:nth-child(even){background:#f6f6f6}"
+	"tbody tr:hover{background:#e8f0fe}"
+	"a{color:#15c}a:visited{color:#639}"
+	".l{color:#777}.n{margin-top:1em}"
+	"@media(prefers-color-scheme:dark){body{background:#111;color:#ddd}"
+	"th{background:#111}tbody tr:nth-child(even){background:#1a1a1a}"
+	"tbody tr:hover{background:#223}a{color:#8ab4f8}a:visited{color:#c58af9}}";
+
+static const char *sort_word(enum proto_list_sort s)
+{
+	switch (s) {
+	case PROTO_SORT_SIZE: return "size";
+	case PROTO_SORT_MTIME: return "mtime";
+	case PROTO_SORT_NONE: return "none";
+	default: return "name";
+	}
+}
+
+static enum proto_list_sort eff_sort(const struct proto_listing *l)
+{
+	return l->sort == PROTO_SORT_DEFAULT ? PROTO_SORT_NAME : l->sort;
+}
+
+static int html_th(struct proto_buf *b, const struct proto_listing *l,
+                   enum proto_list_sort col, const char *label,
+                   const char *width)
+{
+	bool cur = eff_sort(l) == col;
+	/* clicking the current column flips the order; another column
+	 * starts ascending */
+	const char *order = cur && !l->desc ? "desc" : "asc";
+
+	TRY(proto_buf_printf(b, "<th style=\"width:%s\"%s><a href=\"?sort=%s&amp;order=%s",
+	                     width, !cur ? "" : l->desc ? " class=d" : " class=s",
+	                     sort_word(col), order));
+	if (l->limit)
+		TRY(proto_buf_printf(b, "&amp;limit=%llu", l->limit));
+	return proto_buf_printf(b, "\">%s</a></th>", label);
+}
+
+static int html_begin(struct proto_listing *l, struct proto_buf *b)
+{
+	size_t seg = 0;
+
+	TRY(proto_buf_puts(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+	                   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+	                   "<title>Index of "));
+	TRY(proto_html_escape(b, l->path, l->pathlen));
+	TRY(proto_buf_printf(b, "</title><style>%s</style></head>\n<body><h1>Index of ",
+	                     css));
+	/* breadcrumbs: each prefix of the path links to itself */
+	for (size_t i = 0; i < l->pathlen; i++) {
+		if (l->path[i] != '/' && i + 1 < l->pathlen)
+			continue;
+		TRY(proto_buf_puts(b, "<a href=\""));
+		TRY(put_encoded(b, l->path, i + 1, PROTO_ENC_KEEP_SLASH));
+		TRY(proto_buf_puts(b, "\">"));
+		TRY(proto_html_escape(b, l->path + seg, i + 1 - seg));
+		TRY(proto_buf_puts(b, "</a>"));
+		seg = i + 1;
+	}
+	TRY(proto_buf_puts(b, "</h1>\n<table><thead><tr>"));
+	TRY(html_th(b, l, PROTO_SORT_NAME, "Name", "auto"));
+	TRY(html_th(b, l, PROTO_SORT_SIZE, "Size", "7em"));
+	TRY(html_th(b, l, PROTO_SORT_MTIME, "Last modified", "11em"));
+	TRY(proto_buf_puts(b, "<th style=\"width:5em\">Type</th></tr></thead>\n<tbody>\n"));
+	if (!(l->pathlen == 1 && l->path[0] == '/'))
+		TRY(proto_buf_puts(b, "<tr><td><a href=\"../\">../</a></td>"
+		                   "<td></td><td></td><td>dir</td></tr>\n"));
+	return 0;
+}
+
+static int human(char *out, size_t sz, uint64_t v)
+{
+	static const char units[] = "KMGTPE";
+	double d = (double)v;
+	int u = -1;
+
+	if (v < 1024)
+		return snprintf(out, sz, "%" PRIu64, v);
+	while (d >= 1024 && u < 5) {
+		d /= 1024;
+		u++;
+	}
+	return snprintf(out, sz, d < 10 ? "%.1f%c" : "%.0f%c", d, units[u]);
+}
+
+static int html_entry(struct proto_listing *l, struct proto_buf *b,
+                      const struct proto_entry *e)
+{
+	bool dir = e->type == PROTO_FT_DIR;
+	char hs[16], ts[24];
+	struct tm tm;
+	time_t t = (time_t)e->mtime_sec;
+
+	(void)l;
+	TRY(proto_buf_puts(b, "<tr><td><a href=\""));
+	/* ':' is encoded, so a name such as "a:b" cannot read as a scheme */
+	TRY(put_encoded(b, e->name, e->namelen, 0));
+	if (dir)
+		TRY(proto_buf_append(b, "/", 1));
+	TRY(proto_buf_puts(b, "\">"));
+	TRY(proto_html_escape(b, e->name, e->namelen));
+	if (dir)
+		TRY(proto_buf_append(b, "/", 1));
+	TRY(proto_buf_puts(b, "</a>"));
+	if (e->type == PROTO_FT_LNK && e->target) {
+		TRY(proto_buf_puts(b, "<span class=l> \xE2\x86\x92 "));
+		TRY(proto_html_escape(b, e->target, e->targetlen));
+		TRY(proto_buf_puts(b, "</span>"));
+	}
+	if (dir)
+		TRY(proto_buf_puts(b, "</td><td>-"));
+	else {
+		human(hs, sizeof hs, e->size);
+		TRY(proto_buf_printf(b, "</td><td title=\"%" PRIu64 " bytes\">%s",
+		                     e->size, hs));
+	}
+	if (gmtime_r(&t, &tm))
+		strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
+	else
+		ts[0] = 0;
+	return proto_buf_printf(b, "</td><td>%s</td><td>%s</td></tr>\n", ts,
+	                        type_name(e->type));
+}
+
+static int html_end(struct proto_listing *l, struct proto_buf *b,
+                    const char *next, size_t nextlen)
+{
+	TRY(proto_buf_puts(b, "</tbody></table>\n"));
+	if (next) {
+		TRY(proto_buf_printf(b, "<p class=n><a rel=\"next\" href=\"?sort=%s&amp;order=%s",
+		                     sort_word(eff_sort(l)), l->desc ? "desc" : "asc"));
+		if (l->limit)
+			TRY(proto_buf_printf(b, "&amp;limit=%llu", l->limit));
+		TRY(proto_buf_puts(b, "&amp;after="));
+		TRY(put_encoded(b, next, nextlen, 0));
+		TRY(proto_buf_puts(b, "\">Next page</a></p>\n"));
+	}
+	return proto_buf_printf(b, "<p class=n>%llu %s</p></body></html>\n",
+	                        l->x__count, l->x__count == 1 ? "entry" : "entries");
+}
+
+/* ---- JSON ---- */
+
+static int json_entry(struct proto_buf *b, const struct proto_entry *e)
+{
+	bool bad_name, bad_target = false;
+
+	TRY(proto_buf_puts(b, "{\"name\":"));
+	TRY(proto_json_string(b, e->name, e->namelen, &bad_name));
+	TRY(proto_buf_printf(b, ",\"type\":\"%s\",\"size\":%" PRIu64
+	                     ",\"mtime\":%" PRId64 ",\"mtime_ns\":%" PRIu32
+	                     ",\"mode\":%" PRIu32,
+	                     type_name(e->type), e->size, e->mtime_sec,
+	                     e->mtime_nsec, e->mode));
+	if (e->target) {
+		TRY(proto_buf_puts(b, ",\"target\":"));
+		TRY(proto_json_string(b, e->target, e->targetlen, &bad_target));
+	}
+	/* the exact bytes of what was not valid UTF-8 (the encoding uses
+	 * only ASCII, so it needs no JSON escaping) */
+	if (bad_name) {
+		TRY(proto_buf_puts(b, ",\"name_pct\":\""));
+		TRY(put_encoded(b, e->name, e->namelen, 0));
+		TRY(proto_buf_puts(b, "\""));
+	}
+	if (bad_target) {
+		TRY(proto_buf_puts(b, ",\"target_pct\":\""));
+		TRY(put_encoded(b, e->target, e->targetlen, 0));
+		TRY(proto_buf_puts(b, "\""));
+	}
+	return proto_buf_puts(b, "}");
+}
+
+/* ---- dispatch; each keeps the buffer unchanged on failure ---- */
+
+int proto_listing_begin(struct proto_listing *l, struct proto_buf *b)
+{
+	size_t save = b->len;
+	int r = 0;
+
+	l->x__count = 0;
+	switch (l->format) {
+	case PROTO_FMT_JSON:
+		if ((r = proto_buf_puts(b, "{\"path\":")) < 0 ||
+		    (r = proto_json_string(b, l->path, l->pathlen, NULL)) < 0 ||
+		    (r = proto_buf_puts(b, ",\"entries\":[\n")) < 0)
+			break;
+		break;
+	case PROTO_FMT_NDJSON:
+		break;
+	default:
+		r = html_begin(l, b);
+	}
+	if (r < 0)
+		b->len = save;
+	return r;
+}
+
+int proto_listing_entry(struct proto_listing *l, struct proto_buf *b,
+                        const struct proto_entry *e)
+{
+	size_t save = b->len;
+	int r;
+
+	switch (l->format) {
+	case PROTO_FMT_JSON:
+		r = l->x__count ? proto_buf_append(b, ",\n", 2) : 0;
+		if (r >= 0)
+			r = json_entry(b, e);
+		break;
+	case PROTO_FMT_NDJSON:
+		r = json_entry(b, e);
+		if (r >= 0)
+			r = proto_buf_append(b, "\n", 1);
+		break;
+	default:
+		r = html_entry(l, b, e);
+	}
+	if (r < 0) {
+		b->len = save;
+		return r;
+	}
+	l->x__count++;
+	return 0;
+}
+
+int proto_listing_end(struct proto_listing *l, struct proto_buf *b,
+                      const char *next, size_t nextlen)
+{
+	size_t save = b->len;
+	bool bad = false;
+	int r = 0;
+
+	switch (l->format) {
+	case PROTO_FMT_JSON:
+		if ((r = proto_buf_puts(b, l->x__count ? "\n],\"next\":" : "],\"next\":")) < 0)
+			break;
+		if (!next) {
+			r = proto_buf_puts(b, "null");
+		} else if ((r = proto_json_string(b, next, nextlen, &bad)) >= 0 && bad) {
+			if ((r = proto_buf_puts(b, ",\"next_pct\":\"")) >= 0 &&
+			    (r = put_encoded(b, next, nextlen, 0)) >= 0)
+				r = proto_buf_puts(b, "\"");
+		}
+		if (r >= 0)
+			r = proto_buf_puts(b, "}\n");
+		break;
+	case PROTO_FMT_NDJSON:
+		break;
+	default:
+		r = html_end(l, b, next, nextlen);
+	}
+	if (r < 0)
+		b->len = save;
+	return r;
+}
+
+/* ---- Accept ---- */
+
+/* q of the most specific media-range in @accept matching type/sub. */
+static int qvalue(const char *accept, const char *type, const char *sub)
+{
+	const char *p = accept;
+	int best_spec = -1, q_best = 0;
+	size_t tl = strlen(type), sl = strlen(sub);
+
+	while (*p) {
+		const char *s, *slash, *e;
+		int spec = -1, q = 1000;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		s = p;
+		while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
+			p++;
+		e = p;
+		slash = memchr(s, '/', (size_t)(e - s));
+		/* parameters: only q matters */
+		while (*p && *p != ',') {
+			if (*p == ';') {
+				p++;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				if ((p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+					int v = 0, digits = 0;
+
+					p += 2;
+					if (*p == '0' || *p == '1') {
+						v = (*p++ - '0') * 1000;
+						if (*p == '.') {
+							p++;
+							for (int m = 100; *p >= '0' && *p <= '9'; p++, m /= 10)
+								if (m && digits++ < 3)
+									v += (*p - '0') * m;
+						}
+					}
+					q = v > 1000 ? 1000 : v;
+				}
+				continue;
+			}
+			p++;
+		}
+		if (!slash)
+			continue;
+		if ((size_t)(slash - s) == 1 && *s == '*' && e - slash == 2 && slash[1] == '*')
+			spec = 0;
+		else if ((size_t)(slash - s) == tl && !strncasecmp(s, type, tl)) {
+			if (e - slash == 2 && slash[1] == '*')
+				spec = 1;
+			else if ((size_t)(e - slash - 1) == sl &&
+			         !strncasecmp(slash + 1, sub, sl))
+				spec = 2;
+		}
+		if (spec > best_spec) {
+			best_spec = spec;
+			q_best = q;
+		}
+	}
+	return q_best;
+}
+
+enum proto_list_format proto_listing_negotiate(const char *accept)
+{
+	int qh, qj, qn;
+
+	if (!accept || !*accept)
+		return PROTO_FMT_HTML;
+	qh = qvalue(accept, "text", "html");
+	qj = qvalue(accept, "application", "json");
+	qn = qvalue(accept, "application", "x-ndjson");
+	if (qj > qh && qj >= qn)
+		return PROTO_FMT_JSON;
+	if (qn > qh)
+		return PROTO_FMT_NDJSON;
+	return PROTO_FMT_HTML;
+}

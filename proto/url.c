@@ -1,0 +1,347 @@
+#include "first.h"
+
+#include "proto/url.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+
+static int hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Skips "http://authority" or "https://authority" (RFC 9112 3.2.2: a
+ * server must accept the absolute form). Returns the offset of the
+ * path, or 0 when @t is not in absolute form. */
+static size_t skip_absolute(const char *t, size_t len)
+{
+	size_t i;
+
+	if (len >= 7 && !strncasecmp(t, "http://", 7))
+		i = 7;
+	else if (len >= 8 && !strncasecmp(t, "https://", 8))
+		i = 8;
+	else
+		return 0;
+	while (i < len && t[i] != '/' && t[i] != '?' && t[i] != '#')
+		i++;
+	return i;
+}
+
+/* Removes dot segments and empty segments of the decoded path p[0..n)
+ * (starting with '/') in place. Returns the new length or -EPERM when a
+ * ".." would climb above the root. Sets *slash when the result ends
+ * with '/'. */
+static long remove_dots(char *p, size_t n, bool *slash)
+{
+	size_t r = 1, w = 1;    /* read and write positions after a '/' */
+	bool trailing = true;   /* "/" alone */
+
+	while (r <= n) {
+		size_t s = r, len;
+
+		while (r < n && p[r] != '/')
+			r++;
+		len = r - s;
+		/* the segment is p[s..r); r is at '/' or at n */
+		trailing = r < n;
+		if (len == 0 || (len == 1 && p[s] == '.')) {
+			trailing = true;
+		} else if (len == 2 && p[s] == '.' && p[s + 1] == '.') {
+			if (w <= 1)
+				return -EPERM;
+			/* drop the last written segment and its '/' */
+			w--;                    /* at the '/' after it */
+			while (w > 0 && p[w - 1] != '/')
+				w--;
+			trailing = true;
+		} else {
+			memmove(p + w, p + s, len);
+			w += len;
+			if (r < n)
+				p[w++] = '/';
+		}
+		r++;
+	}
+	if (trailing && p[w - 1] != '/')
+		p[w++] = '/';
+	*slash = p[w - 1] == '/';
+	return (long)w;
+}
+
+int proto_url_parse(const char *target, size_t len, char *buf, size_t bufsz,
+                    struct proto_target *out)
+{
+	size_t i = skip_absolute(target, len), pend, qbeg = 0, qend = 0;
+	bool absolute = i > 0, hasq = false;
+	size_t o = 0;
+	long n;
+
+	pend = i;
+	while (pend < len && target[pend] != '?' && target[pend] != '#')
+		pend++;
+	if (pend < len && target[pend] == '?') {
+		hasq = true;
+		qbeg = qend = pend + 1;
+		while (qend < len && target[qend] != '#')
+			qend++;
+	}
+	if (pend == i && !absolute)
+		return -EINVAL;
+	if (pend > i && target[i] != '/')
+		return -EINVAL;
+	if ((pend - i) + 1 + 1 + (hasq ? qend - qbeg + 1 : 0) > bufsz)
+		return -ENAMETOOLONG;
+
+	if (pend == i)          /* "http://host" or "http://host?q" */
+		buf[o++] = '/';
+	for (; i < pend; i++) {
+		unsigned char c = (unsigned char)target[i];
+
+		if (c == '%') {
+			int h, l;
+
+			if (pend - i < 3)
+				return -EINVAL;
+			h = hexval((unsigned char)target[i + 1]);
+			l = hexval((unsigned char)target[i + 2]);
+			if (h < 0 || l < 0)
+				return -EINVAL;
+			c = (unsigned char)(h * 16 + l);
+			if (c == 0 || c == '/')
+				return -EINVAL;
+			i += 2;
+		} else if (c <= 0x20 || c == 0x7f) {
+			return -EINVAL;
+		}
+		buf[o++] = (char)c;
+	}
+	n = remove_dots(buf, o, &out->trailing_slash);
+	if (n < 0)
+		return (int)n;
+	buf[n] = 0;
+	out->path = buf;
+	out->pathlen = (size_t)n;
+	if (hasq) {
+		char *q = buf + n + 1;
+
+		memcpy(q, target + qbeg, qend - qbeg);
+		q[qend - qbeg] = 0;
+		out->query = q;
+		out->querylen = qend - qbeg;
+	} else {
+		out->query = NULL;
+		out->querylen = 0;
+	}
+	return 0;
+}
+
+const char *proto_url_relpath(const char *path)
+{
+	while (*path == '/')
+		path++;
+	return *path ? path : ".";
+}
+
+/* Decodes a query component (form encoding: '+' is space) into out with
+ * a NUL. Returns the length or -EINVAL / -ENAMETOOLONG. */
+static int decode_component(const char *s, size_t len, char *out, size_t outsz)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '+') {
+			c = ' ';
+		} else if (c == '%') {
+			int h, l;
+
+			if (len - i < 3)
+				return -EINVAL;
+			h = hexval((unsigned char)s[i + 1]);
+			l = hexval((unsigned char)s[i + 2]);
+			if (h < 0 || l < 0 || (h | l) == 0)
+				return -EINVAL;
+			c = (unsigned char)(h * 16 + l);
+			i += 2;
+		}
+		if (o + 1 >= outsz)
+			return -ENAMETOOLONG;
+		out[o++] = (char)c;
+	}
+	if (!outsz)
+		return -ENAMETOOLONG;
+	out[o] = 0;
+	return o > INT32_MAX ? -ENAMETOOLONG : (int)o;
+}
+
+int proto_query_get(const char *query, size_t qlen, const char *name,
+                    char *out, size_t outsz)
+{
+	size_t nlen = strlen(name), i = 0;
+
+	if (!query)
+		return -ENOENT;
+	while (i <= qlen) {
+		size_t s = i, e, eq;
+
+		while (i < qlen && query[i] != '&')
+			i++;
+		e = i++;
+		eq = s;
+		while (eq < e && query[eq] != '=')
+			eq++;
+		if (eq - s == nlen && !memcmp(query + s, name, nlen)) {
+			if (eq == e)
+				return decode_component("", 0, out, outsz);
+			return decode_component(query + eq + 1, e - eq - 1, out,
+			                        outsz);
+		}
+	}
+	return -ENOENT;
+}
+
+static int get_small(const char *q, size_t qlen, const char *name, char *v,
+                     size_t vsz)
+{
+	int r = proto_query_get(q, qlen, name, v, vsz);
+
+	return r == -ENAMETOOLONG ? -EINVAL : r;
+}
+
+int proto_listq_parse(const char *query, size_t qlen, char *buf, size_t bufsz,
+                      struct proto_listq *q)
+{
+	char v[24];
+	int r;
+
+	memset(q, 0, sizeof *q);
+	if (!query)
+		return 0;
+
+	r = get_small(query, qlen, "format", v, sizeof v);
+	if (r >= 0) {
+		if (!strcmp(v, "html"))
+			q->format = PROTO_FMT_HTML;
+		else if (!strcmp(v, "json"))
+			q->format = PROTO_FMT_JSON;
+		else if (!strcmp(v, "ndjson"))
+			q->format = PROTO_FMT_NDJSON;
+		else
+			return -EINVAL;
+	} else if (r != -ENOENT) {
+		return r;
+	}
+
+	r = get_small(query, qlen, "sort", v, sizeof v);
+	if (r >= 0) {
+		if (!strcmp(v, "name"))
+			q->sort = PROTO_SORT_NAME;
+		else if (!strcmp(v, "size"))
+			q->sort = PROTO_SORT_SIZE;
+		else if (!strcmp(v, "mtime"))
+			q->sort = PROTO_SORT_MTIME;
+		else if (!strcmp(v, "none"))
+			q->sort = PROTO_SORT_NONE;
+		else
+			return -EINVAL;
+	} else if (r != -ENOENT) {
+		return r;
+	}
+
+	r = get_small(query, qlen, "order", v, sizeof v);
+	if (r >= 0) {
+		if (!strcmp(v, "desc"))
+			q->desc = true;
+		else if (strcmp(v, "asc"))
+			return -EINVAL;
+	} else if (r != -ENOENT) {
+		return r;
+	}
+
+	r = get_small(query, qlen, "dirsfirst", v, sizeof v);
+	if (r >= 0) {
+		if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"))
+			q->dirs_first = true;
+		else if (strcmp(v, "0") && strcmp(v, "false") &&
+		         strcmp(v, "no") && *v)
+			return -EINVAL;
+	} else if (r != -ENOENT) {
+		return r;
+	}
+
+	r = get_small(query, qlen, "limit", v, sizeof v);
+	if (r >= 0) {
+		unsigned long long n = 0;
+
+		if (r == 0 || r > 10)
+			return -EINVAL;
+		for (int i = 0; i < r; i++) {
+			if (v[i] < '0' || v[i] > '9')
+				return -EINVAL;
+			n = n * 10 + (unsigned)(v[i] - '0');
+		}
+		if (n == 0 || n > 1000000000ull)
+			return -EINVAL;
+		q->limit = n;
+	} else if (r != -ENOENT) {
+		return r;
+	}
+
+	r = proto_query_get(query, qlen, "after", buf, bufsz);
+	if (r >= 0) {
+		q->after = buf;
+		q->afterlen = (size_t)r;
+	} else if (r != -ENOENT) {
+		return r;
+	}
+	return 0;
+}
+
+/* Bytes left as they are in an encoded name: unreserved and the
+ * sub-delims that are harmless in a path segment and in a query value
+ * of ours ("&+" are not: they split and decode query values). */
+static bool keep(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || (c && strchr("-._~!$()*,;=@", c));
+}
+
+size_t proto_url_encode(const char *s, size_t len, char *out, size_t outsz,
+                        unsigned flags)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0, w = 0;    /* full length; bytes written */
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		bool k = keep(c) || (c == '/' && (flags & PROTO_ENC_KEEP_SLASH));
+		size_t need = k ? 1 : 3;
+
+		/* Write only while everything so far fits, so that a
+		 * truncated output is a prefix of whole escapes. */
+		if (w == o && o + need < outsz) {
+			if (k) {
+				out[o] = (char)c;
+			} else {
+				out[o] = '%';
+				out[o + 1] = hex[c >> 4];
+				out[o + 2] = hex[c & 15];
+			}
+			w += need;
+		}
+		o += need;
+	}
+	if (outsz)
+		out[w] = 0;
+	return o;
+}
