@@ -13,3 +13,38 @@ proto_libproto_la_SOURCES = \
 	proto/reqcheck.c proto/reqcheck.h \
 	proto/listing.c proto/listing.h \
 	proto/errpage.c proto/errpage.h
+
+# ---- Check unit tests (also run under ASan+UBSan: UNIT_TESTS) ----
+x__proto_tests = t/proto/test_url t/proto/test_mime t/proto/test_httpdate \
+	t/proto/test_cond t/proto/test_range t/proto/test_reqcheck \
+	t/proto/test_listing t/proto/test_errpage
+check_PROGRAMS += $(x__proto_tests)
+TESTS += $(x__proto_tests)
+UNIT_TESTS += $(x__proto_tests)
+x__proto_test_cflags = $(AM_CFLAGS) $(CHECK_CFLAGS)
+x__proto_test_ldadd = proto/libproto.la $(CHECK_LIBS)
+EXTRA_DIST += t/proto/tmain.h
+t_proto_test_url_SOURCES = t/proto/test_url.c
+t_proto_test_url_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_url_LDADD = $(x__proto_test_ldadd)
+t_proto_test_mime_SOURCES = t/proto/test_mime.c
+t_proto_test_mime_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_mime_LDADD = $(x__proto_test_ldadd)
+t_proto_test_httpdate_SOURCES = t/proto/test_httpdate.c
+t_proto_test_httpdate_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_httpdate_LDADD = $(x__proto_test_ldadd)
+t_proto_test_cond_SOURCES = t/proto/test_cond.c
+t_proto_test_cond_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_cond_LDADD = $(x__proto_test_ldadd)
+t_proto_test_range_SOURCES = t/proto/test_range.c
+t_proto_test_range_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_range_LDADD = $(x__proto_test_ldadd)
+t_proto_test_reqcheck_SOURCES = t/proto/test_reqcheck.c
+t_proto_test_reqcheck_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_reqcheck_LDADD = $(x__proto_test_ldadd)
+t_proto_test_listing_SOURCES = t/proto/test_listing.c
+t_proto_test_listing_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_listing_LDADD = $(x__proto_test_ldadd)
+t_proto_test_errpage_SOURCES = t/proto/test_errpage.c
+t_proto_test_errpage_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_errpage_LDADD = $(x__proto_test_ldadd)
