@@ -51,6 +51,12 @@ void x__kick(async_engine_t *e)
 	}
 }
 
+void x__flush(async_engine_t *e)
+{
+	x__uring_flush(e);
+	x__pool_flush(e);
+}
+
 /* ---- op table ---- */
 
 static struct x__op *x__op_alloc(async_engine_t *e)
@@ -276,6 +282,7 @@ static long x__submit(unsigned long flags, long *result, long call,
 		 * seed-002 loop that never waits would otherwise run every
 		 * call after the first max_inflight synchronously. Callbacks
 		 * stay queued for process(). */
+		x__pool_flush(e);
 		x__reap_backends(e, 0);
 		if (e->inflight >= e->max_inflight) {
 			*result = x__exec(call, args);
@@ -407,7 +414,7 @@ static long x__wait_one(async_engine_t *e, long cookie)
 	op->waiter = self ? self : X__THREAD_WAITER;
 	while (op->state != X__DONE) {
 		if (self) {
-			x__uring_flush(e);
+			x__flush(e);
 			fibril_park();
 		} else {
 			int rc = x__drive(e);
@@ -437,7 +444,7 @@ static long x__wait_all(async_engine_t *e)
 	while (o->pending) {
 		if (self) {
 			o->waiting_all = true;
-			x__uring_flush(e);
+			x__flush(e);
 			fibril_park();
 			o->waiting_all = false;
 		} else {
@@ -648,7 +655,7 @@ FIBRIL_API int async_engine_process(async_engine_t *e, unsigned budget)
 		n = c;
 	/* Fibrils may have been woken and will submit more from
 	 * fibril_sched_run(); the ones queued so far go now. */
-	x__uring_flush(e);
+	x__flush(e);
 out:
 	e->kicked = false;
 	return n;

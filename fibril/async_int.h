@@ -102,6 +102,7 @@ struct async_engine {
 /* async.c */
 void x__complete(async_engine_t *e, struct x__op *op, long res);
 void x__kick(async_engine_t *e);
+void x__flush(async_engine_t *e);  /* both backends' queued submissions */
 void x__log(async_engine_t *e, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -126,6 +127,7 @@ void x__uring_destroy(async_engine_t *e);
 /* async_pool.c */
 int x__pool_create(async_engine_t *e, unsigned nthreads);
 int x__pool_submit(async_engine_t *e, struct x__op *op);
+void x__pool_flush(async_engine_t *e);  /* hands queued calls to the threads */
 int x__pool_reap(async_engine_t *e, unsigned budget);
 int x__pool_cancel(async_engine_t *e, struct x__op *op); /* 0 or -EBUSY (running) */
 bool x__pool_busy(async_engine_t *e);    /* completions waiting */

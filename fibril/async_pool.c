@@ -27,8 +27,16 @@ struct x__pool {
 	pthread_cond_t cv;
 	struct x__op *qhead, *qtail;  /* waiting for a thread */
 	struct x__op *dhead, *dtail;  /* finished, not yet reaped */
+	/* Submitted but not yet handed over: the engine's thread only.
+	 * Handing over a batch costs one lock round instead of one per
+	 * call (cached stats contend badly on the queue lock otherwise). */
+	struct x__op *lhead, *ltail;
+	unsigned lcount;
 	atomic_uint ndone;
-	unsigned nthreads, idle, max;
+	/* A woken thread only stops counting as idle once it runs, so
+	 * spawning is decided from busy threads and queue length, not
+	 * from idle: a thread that is not busy will take one call. */
+	unsigned nthreads, idle, busy, qlen, max;
 	bool stop;
 	int efd;
 	pthread_t *threads;
@@ -52,11 +60,14 @@ static void *x__pool_main(void *arg)
 		if (!p->qhead)
 			p->qtail = NULL;
 		op->pool_state = X__RUNNING;
+		p->qlen--;
+		p->busy++;
 		pthread_mutex_unlock(&p->mu);
 
 		long res = x__exec(op->call, op->args);
 
 		pthread_mutex_lock(&p->mu);
+		p->busy--;
 		op->res = res;
 		op->pool_state = X__FINISHED;
 		op->next = NULL;
@@ -116,39 +127,77 @@ static int x__pool_spawn(struct x__pool *p, pthread_t *t)
 	return -rc;
 }
 
+#define X__POOL_BATCH 32
+
 int x__pool_submit(async_engine_t *e, struct x__op *op)
 {
 	struct x__pool *p = e->pool;
-	bool spawn = false;
-	unsigned slot = 0;
-
-	pthread_mutex_lock(&p->mu);
-	if (p->idle == 0 && p->nthreads < p->max) {
-		slot = p->nthreads++;
-		spawn = true;
-	}
-	pthread_mutex_unlock(&p->mu);
-	if (spawn && x__pool_spawn(p, &p->threads[slot]) < 0) {
-		pthread_mutex_lock(&p->mu);
-		p->nthreads--;
-		bool none = p->nthreads == 0;
-		pthread_mutex_unlock(&p->mu);
-		if (none)
-			return -EAGAIN;  /* the caller runs it synchronously */
-	}
 
 	op->pool_state = X__QUEUED;
 	op->next = NULL;
+	if (p->ltail)
+		p->ltail->next = op;
+	else
+		p->lhead = op;
+	p->ltail = op;
+	if (++p->lcount >= X__POOL_BATCH)
+		x__pool_flush(e);
+	else if (p->lcount == 1)
+		x__kick(e);
+	return 0;
+}
+
+void x__pool_flush(async_engine_t *e)
+{
+	struct x__pool *p = e->pool;
+	struct x__op *list = p ? p->lhead : NULL;
+	unsigned n, spawn = 0, first, free_threads;
+
+	if (!list)
+		return;
+	n = p->lcount;
 	pthread_mutex_lock(&p->mu);
 	if (p->qtail)
-		p->qtail->next = op;
+		p->qtail->next = list;
 	else
-		p->qhead = op;
-	p->qtail = op;
-	if (p->idle)
+		p->qhead = list;
+	p->qtail = p->ltail;
+	p->qlen += n;
+	free_threads = p->nthreads - p->busy;
+	if (p->qlen > free_threads) {
+		spawn = p->qlen - free_threads;
+		if (spawn > p->max - p->nthreads)
+			spawn = p->max - p->nthreads;
+	}
+	first = p->nthreads;
+	p->nthreads += spawn;
+	for (unsigned i = 0; i < n && i < p->idle; i++)
 		pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	return 0;
+	p->lhead = p->ltail = NULL;
+	p->lcount = 0;
+
+	for (unsigned i = 0; i < spawn; i++) {
+		if (x__pool_spawn(p, &p->threads[first + i]) == 0)
+			continue;
+		pthread_mutex_lock(&p->mu);
+		p->nthreads = first + i;
+		/* No thread at all: take the calls back and run them here,
+		 * synchronously, as at the parallelism limit. */
+		list = p->nthreads ? NULL : p->qhead;
+		if (list) {
+			p->qhead = p->qtail = NULL;
+			p->qlen = 0;
+		}
+		pthread_mutex_unlock(&p->mu);
+		while (list) {
+			struct x__op *op = list;
+			list = op->next;
+			op->next = NULL;
+			x__complete(e, op, x__exec(op->call, op->args));
+		}
+		break;
+	}
 }
 
 int x__pool_reap(async_engine_t *e, unsigned budget)
@@ -193,6 +242,18 @@ int x__pool_cancel(async_engine_t *e, struct x__op *op)
 	struct x__op **pp;
 	int rc = -EBUSY;
 
+	struct x__op *lprev = NULL;
+	for (pp = &p->lhead; *pp; lprev = *pp, pp = &(*pp)->next) {
+		if (*pp != op)
+			continue;
+		*pp = op->next;
+		if (p->ltail == op)
+			p->ltail = lprev;
+		p->lcount--;
+		op->next = NULL;
+		x__complete(e, op, -ECANCELED);
+		return 0;
+	}
 	pthread_mutex_lock(&p->mu);
 	if (op->pool_state == X__QUEUED) {
 		struct x__op *prev = NULL;
@@ -202,6 +263,7 @@ int x__pool_cancel(async_engine_t *e, struct x__op *op)
 			*pp = op->next;
 			if (p->qtail == op)
 				p->qtail = prev;
+			p->qlen--;
 			op->next = NULL;
 			rc = 0;
 			break;
@@ -215,8 +277,8 @@ int x__pool_cancel(async_engine_t *e, struct x__op *op)
 
 bool x__pool_busy(async_engine_t *e)
 {
-	return e->pool &&
-	       atomic_load_explicit(&e->pool->ndone, memory_order_relaxed) > 0;
+	return e->pool && (e->pool->lhead ||
+	       atomic_load_explicit(&e->pool->ndone, memory_order_relaxed) > 0);
 }
 
 void x__pool_destroy(async_engine_t *e)
@@ -226,9 +288,18 @@ void x__pool_destroy(async_engine_t *e)
 
 	if (!p)
 		return;
+	while (p->lhead) {
+		struct x__op *op = p->lhead;
+		p->lhead = op->next;
+		op->next = NULL;
+		x__complete(e, op, -ECANCELED);
+	}
+	p->ltail = NULL;
+	p->lcount = 0;
 	pthread_mutex_lock(&p->mu);
 	q = p->qhead;
 	p->qhead = p->qtail = NULL;
+	p->qlen = 0;
 	p->stop = true;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
