@@ -10,6 +10,13 @@
  * act with the credentials of the thread that created the engine, as
  * they were at creation. Drop privileges (setgroups/setgid/setuid,
  * chroot) before async_engine_create(); see async_engine_create().
+ * (In detail, Linux 6.x: io-wq runs each call with the credentials its
+ * submitter had at submission; pool threads are ordinary threads of
+ * the process, so glibc's set*id() reach them but raw per-thread
+ * set*id syscalls do not, and chroot/chdir are shared. Dropping first
+ * makes all of that moot.) Nothing here creates a ring or a thread
+ * before async_engine_create(): without an engine async_submit()
+ * returns -ENXIO and the fibril_* wrappers run the plain system call.
  */
 #ifndef FIBRIL_ASYNC_H
 #define FIBRIL_ASYNC_H
@@ -126,7 +133,10 @@ struct async_engine_opts {
 	                               env FIBRIL_BACKEND overrides "auto" */
 	unsigned max_inflight;    /**< parallelism limit (default 1024) */
 	unsigned ring_entries;    /**< SQ size (default 256) */
-	unsigned iowq_bounded;    /**< io-wq bounded workers (default 64; 0 = kernel default) */
+	unsigned iowq_bounded;    /**< io-wq bounded workers (default 64; like
+	                               every field here, 0 takes the default:
+	                               the kernel's own bound, 4 x CPUs, is what
+	                               makes slow metadata crawl, DESIGN.md) */
 	unsigned iowq_unbounded;  /**< io-wq unbounded workers (default 0 = kernel default) */
 	unsigned pool_threads;    /**< thread-pool size (default 16) */
 	/** Receives one line at start naming the backend, and warnings.
