@@ -98,6 +98,10 @@ FIBRIL_API long async_submit(unsigned long flags, long *result, long call,
  * from async_engine_process() after *result was written. It never runs
  * from inside this call and never after a return <= 0. For event loops
  * that are not fibrils (embedders).
+ * Such a call belongs to no submitter: async_outstanding() and
+ * wait_for_async(0) ignore it; wait_for_async(cookie) and async_cancel()
+ * work until its callback has run (async_engine_destroy() runs pending
+ * callbacks too, with -ECANCELED or the result).
  */
 FIBRIL_API long async_submit_cb(unsigned long flags, long *result, long call,
                                 const unsigned long *args,
