@@ -3,6 +3,10 @@
 #include "first.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <syslog.h>
 
@@ -563,6 +567,60 @@ START_TEST(destroy_cancels_pending)
 }
 END_TEST
 
+/* What Docker's default seccomp profile (EPERM) or an old kernel
+ * (ENOSYS) does to io_uring_setup. Check runs each test in its own
+ * child, so the filter dies with it. */
+static void deny_io_uring(int err)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+static void fallback_check(int err)
+{
+	struct async_engine_opts o = { 0 };
+	async_engine_t *e;
+	async_engine_destroy(eng);
+	eng = NULL;
+	deny_io_uring(err);
+	nlogged = 0;
+	o.log = logcb;
+	o.backend = "uring";  /* insisting on it fails with the cause */
+	ck_assert_int_eq(async_engine_create(&o, &e), -err);
+	o.backend = NULL;     /* auto: falls back, says so once */
+	ck_assert_int_eq(async_engine_create(&o, &e), 0);
+	ck_assert_str_eq(async_engine_backend(e), "threads");
+	ck_assert_ptr_nonnull(strstr(logged, "threads"));
+	struct statx sb;
+	long r;
+	unsigned long a[5];
+	statx_args(a, "file", &sb);
+	long c = async_submit(ASYNC_F_NOINLINE, &r, ASYNC_STATX, a);
+	ck_assert_int_gt(c, 0);
+	ck_assert_int_eq(wait_for_async(c), 0);
+	ck_assert_uint_eq(sb.stx_size, 6);
+	async_engine_destroy(e);
+}
+
+START_TEST(fallback_eperm)
+{
+	fallback_check(EPERM);
+}
+END_TEST
+
+START_TEST(fallback_enosys)
+{
+	fallback_check(ENOSYS);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("async");
@@ -586,6 +644,8 @@ int main(void)
 	tcase_add_test(tc, wait_all_many);
 	tcase_add_test(tc, callbacks);
 	tcase_add_test(tc, destroy_cancels_pending);
+	tcase_add_test(tc, fallback_eperm);
+	tcase_add_test(tc, fallback_enosys);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
