@@ -7,13 +7,11 @@ fileserverd_SOURCES = \
 	daemon/request.c \
 	daemon/respond.c \
 	daemon/reqhdr.c daemon/reqhdr.h \
-	daemon/check.c daemon/check.h \
-	daemon/compat.c daemon/compat.h \
 	daemon/static.c \
 	daemon/listing.c daemon/listing.h \
 	daemon/log.c daemon/log.h
 fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS)
-fileserverd_LDADD = fibril/libfibril.la conf/libconf.la \
+fileserverd_LDADD = proto/libproto.la fibril/libfibril.la conf/libconf.la \
 	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) -lpthread
 
 dist_man_MANS += man/fileserverd.8
@@ -21,7 +19,16 @@ dist_man_MANS += man/fileserverd.8
 EXTRA_DIST += contrib/systemd/fileserverd.service
 
 # Integration tests: the real daemon on a loopback port (t/daemon/lib.sh).
-DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh
+DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh
+
+# --- listing (LISTING) ---
+fileserverd_SOURCES += \
+	daemon/listing_int.h \
+	daemon/listing_params.c \
+	daemon/listing_render.c \
+	daemon/listing_stream.c \
+	daemon/listing_gzip.c \
+	daemon/listing_etag.c

@@ -1,6 +1,30 @@
 #include "first.h"
 
+/*
+ * Directory listings (issue 7): the hook static.c calls for a directory
+ * without an index file. See listing_int.h for the files around it.
+ *
+ * On the request fibril: parse the parameters, take a place in the
+ * worker's bound (503 + Retry-After beyond it), start the scan (sorted
+ * by name: names are read and sorted first, then stat'ed window by
+ * window), and render the first entries. Then one of:
+ *  - the listing ended within LST_FIRST_BYTES of output, or it is a
+ *    page (?limit=), or the client sent If-None-Match: the whole body
+ *    is known, so the ETag goes in the header, 304 can be decided, and
+ *    the body goes out as one buffer (with Content-Length);
+ *  - otherwise the headers go out at once with what is rendered so far
+ *    and the rest streams (chunked) from the worker's loop as the scan
+ *    delivers it (listing_stream.c); the ETag then follows as an HTTP
+ *    trailer, announced by "Trailer: ETag".
+ * With If-None-Match on a listing too large to hold (LST_INM_BYTES of
+ * output), the first pass only hashes; on a mismatch a second scan
+ * streams the body. A revalidation that matches costs one scan and no
+ * body; one that does not, two scans.
+ */
+
 #include "daemon/listing.h"
+#include "daemon/listing_int.h"
+#include "daemon/log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,134 +33,309 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fibril/lookup.h>
+/* Output rendered on the fibril before the headers are committed: the
+ * listings that fit are answered whole (ETag in the header); a 100,000-
+ * entry one starts streaming after about 500 entries. */
+#define LST_FIRST_BYTES (64u * 1024)
+/* Output kept while hashing for If-None-Match before we give up on
+ * sending it from memory. */
+#define LST_INM_BYTES (8u << 20)
 
-/*
- * Placeholder listing (the real one belongs to issue 7): a plain HTML
- * list of links, sorted by name, built in memory. Enough for browsers
- * and `wget -r`.
- */
-
-struct buf {
-	char *p;
-	size_t len, cap;
-};
-
-static int put(struct buf *b, const char *s, size_t n)
+int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
+	struct lst_buf *b = r->p.gzip ? &r->raw : &r->out;
+
+	for (size_t i = 0; i < n; i++) {
+		if (r->p.limit && r->count == r->p.limit) {
+			r->more = true;   /* the extra entry asked for: not shown */
+			break;
+		}
+		lst_etag_entry(&r->tag, &e[i]);
+		if (e[i].err && e[i].err != -ENOENT) {
+			char path[4096 + 256];
+			snprintf(path, sizeof path, "%s/%s", r->relpath, e[i].name);
+			fsd_log_fs(LOG_WARNING, "listing stat", path, e[i].err);
+		}
+		if (r->render && lst_render_entry(b, &r->p, &e[i], r->count) < 0)
 			return -ENOMEM;
-		b->p = p;
-		b->cap = cap;
+		r->count++;
+		if (r->p.limit && r->count == r->p.limit) {
+			free(r->cursor);
+			r->cursor = strdup(e[i].name);
+			if (!r->cursor)
+				return -ENOMEM;
+		}
 	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
 	return 0;
 }
 
-static int put_html(struct buf *b, const char *s)
+int lst_run_pump(struct lst_run *r, int flush)
 {
-	int r = 0;
-	for (; *s && !r; s++) {
-		switch (*s) {
-		case '<': r = put(b, "&lt;", 4); break;
-		case '>': r = put(b, "&gt;", 4); break;
-		case '&': r = put(b, "&amp;", 5); break;
-		case '"': r = put(b, "&quot;", 6); break;
-		case '\'': r = put(b, "&#39;", 5); break;
-		default: r = put(b, s, 1);
-		}
-	}
-	return r;
+	if (!r->p.gzip)
+		return 0;
+	if (r->raw.len == r->raw.off && flush == Z_NO_FLUSH)
+		return 0;
+	return lst_gz_run(&r->gz, &r->raw, &r->out, flush);
 }
 
-static int put_href(struct buf *b, const char *s)
+static bool has_next(const struct lst_run *r)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	int r = 0;
-	for (; *s && !r; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || strchr("-._~!$'()*+,;=:@", ch))
-			r = put(b, (const char *)&ch, 1);
-		else {
-			char e[3] = { '%', hex[ch >> 4], hex[ch & 15] };
-			r = put(b, e, 3);
+	/* A cursor only exists in name order (lk: LK_SORT_NAME without
+	 * dirs first). */
+	return r->more && r->cursor && r->p.sort == LST_NAME && !r->p.dirs_first;
+}
+
+int lst_run_next_url(const struct lst_run *r, struct lst_buf *b)
+{
+	if (!has_next(r))
+		return 0;
+	return lst_put_pct(b, r->urlpath, strlen(r->urlpath), true) ||
+	       LST_PUTS(b, "?") ||
+	       lst_params_url(b, &r->p, r->p.sort, r->p.desc, true, r->cursor, false)
+	       ? -ENOMEM : 0;
+}
+
+int lst_run_finish(struct lst_run *r)
+{
+	struct lst_buf next = { 0 };
+	struct lst_buf *b = r->p.gzip ? &r->raw : &r->out;
+	int rc = lst_run_next_url(r, &next);
+
+	if (!rc)
+		rc = lst_render_tail(b, &r->p, r->count, next.len ? next.p : NULL, next.len);
+	lst_buf_free(&next);
+	if (!rc)
+		rc = lst_run_pump(r, Z_FINISH);
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+void lst_run_etag(const struct lst_run *r, char *out)
+{
+	lst_etag_final(&r->tag, r->more, out);
+}
+
+void lst_run_headers(const struct lst_run *r, struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	                        lst_content_type(r->p.fmt));
+	/* The format may come from Accept, the coding from Accept-Encoding. */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY,
+	                        r->p.fmt_given ? "Accept-Encoding" : "Accept, Accept-Encoding");
+	/* Listings change without the directory's own mtime changing:
+	 * caches revalidate every time (the ETag makes that cheap). */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (r->p.fmt == LST_HTML)
+		MHD_add_response_header(resp, "Content-Security-Policy",
+		                        "default-src 'none'; style-src 'unsafe-inline'");
+}
+
+void lst_run_free(struct lst_run *r)
+{
+	if (r->scan)
+		lk_scan_close(r->scan);
+	lst_gz_end(&r->gz);
+	lst_buf_free(&r->raw);
+	lst_buf_free(&r->out);
+	lst_params_free(&r->p);
+	free(r->cursor);
+	free(r->urlpath);
+	free(r->relpath);
+	memset(r, 0, sizeof *r);
+}
+
+static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
+                     struct fsd_req *rq, const struct lk_file *dir)
+{
+	static const enum lk_sort sorts[] = { LK_SORT_NAME, LK_SORT_SIZE,
+	                                      LK_SORT_MTIME, LK_SORT_NONE };
+	struct lk_scan_opts o = {
+		.sort = sorts[r->p.sort],
+		.window = cfg->window,
+		.after = r->p.after,
+		/* One more than shown: whether a next page exists. */
+		.limit = r->p.limit ? r->p.limit + 1 : 0,
+		.group = rq->group,
+		.dir = dir,
+	};
+
+	if (cfg->dotfiles)
+		o.flags |= LK_SCAN_DOTFILES;
+	if (r->p.dirs_first)
+		o.flags |= LK_SCAN_DIRS_FIRST;
+	/* The engine orders names A-Z and sizes/times largest/newest first;
+	 * LK_SCAN_DESC reverses that. */
+	if (r->p.sort == LST_NAME ? r->p.desc
+	    : (r->p.sort != LST_NONE && !r->p.desc))
+		o.flags |= LK_SCAN_DESC;
+	return lk_scan_open(fsd.lkroot, r->relpath, &o, &r->scan);
+}
+
+/* 304 or a whole body with its ETag in the header. */
+static void respond_whole(struct fsd_req *rq, struct lst_run *r, const char *inm)
+{
+	char etag[32];
+	struct MHD_Response *resp;
+	unsigned status = MHD_HTTP_OK;
+
+	lst_run_etag(r, etag);
+	if (inm && lst_etag_match(inm, etag)) {
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		status = MHD_HTTP_NOT_MODIFIED;
+	} else {
+		if (lst_run_finish(r) < 0) {
+			fsd_req_error(rq, 500);
+			return;
 		}
+		resp = MHD_create_response_from_buffer(r->out.len, r->out.p,
+		                                       MHD_RESPMEM_MUST_FREE);
+		if (resp)
+			r->out.p = NULL;        /* MHD frees it */
 	}
-	return r;
+	if (!resp) {
+		fsd_req_error(rq, 500);
+		return;
+	}
+	lst_run_headers(r, resp);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+	if (status == MHD_HTTP_OK) {
+		struct lst_buf link = { 0 };
+		if (r->p.gzip)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+		/* RFC 8288: Link: <next>; rel="next" */
+		if (LST_PUTS(&link, "<") == 0 && lst_run_next_url(r, &link) == 0 &&
+		    link.len > 1 && LST_PUTS(&link, ">; rel=\"next\"") == 0 &&
+		    lst_put(&link, "", 1) == 0)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_LINK, link.p);
+		lst_buf_free(&link);
+	}
+	fsd_req_respond(rq, status, resp, status == MHD_HTTP_OK ? r->out.len : 0);
 }
 
 int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
                        const char *urlpath, const char *relpath,
                        const struct conf_listing *cfg)
 {
-	struct lk_scan_opts o = {
-		.sort = LK_SORT_NAME,
-		.flags = LK_SCAN_NO_LINKS | (cfg->dotfiles ? LK_SCAN_DOTFILES : 0),
-		.window = cfg->window,
-		.group = rq->group,
-		.dir = dir,
-	};
+	const char *inm = rq->h.if_none_match;
+	struct lst_run r = { .render = true };
 	const struct lk_entry *ents;
-	struct buf b = { 0 };
-	lk_scan_t *s;
 	size_t n;
-	int r;
+	bool stream = false;
+	int rc, st;
 
 	if (!cfg->enabled) {
 		close(dir->fd);
 		return -ENOSYS;
 	}
-	r = lk_scan_open(fsd.lkroot, relpath, &o, &s);
-	close(dir->fd);
-	if (r < 0) {
-		fsd_log_fs_req(rq, "scan", relpath, r);
+	st = lst_params_parse(&r.p, rq->uri, &rq->h, cfg);
+	if (st) {
+		close(dir->fd);
+		lst_params_free(&r.p);
+		fsd_req_error(rq, (unsigned)st);
 		return 0;
 	}
-	put(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of ", 66);
-	put_html(&b, urlpath);
-	put(&b, "</title></head><body><h1>Index of ", 34);
-	put_html(&b, urlpath);
-	put(&b, "</h1><ul>\n", 10);
-	if (strcmp(urlpath, "/"))
-		put(&b, "<li><a href=\"../\">../</a></li>\n", 31);
-	while ((r = lk_scan_next(s, &ents, &n)) > 0) {
-		for (size_t i = 0; i < n; i++) {
-			bool isdir = S_ISDIR(ents[i].stx.stx_mode);
-			put(&b, "<li><a href=\"", 13);
-			put_href(&b, ents[i].name);
-			if (isdir)
-				put(&b, "/", 1);
-			put(&b, "\">", 2);
-			put_html(&b, ents[i].name);
-			if (isdir)
-				put(&b, "/", 1);
-			put(&b, "</a></li>\n", 10);
-		}
-	}
-	lk_scan_close(s);
-	if (r < 0 || put(&b, "</ul></body></html>\n", 20) < 0) {
-		free(b.p);
-		if (r < 0)
-			fsd_log_fs_req(rq, "scan", relpath, r);
-		else
-			fsd_req_error(rq, 500);
+	if (rq->w->listings >= fsd.conf.max_listings) {
+		close(dir->fd);
+		lst_params_free(&r.p);
+		fsd_req_error(rq, 503);         /* with Retry-After */
 		return 0;
 	}
-	struct MHD_Response *resp = MHD_create_response_from_buffer(b.len, b.p,
-	                                                            MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(b.p);
+	r.urlpath = strdup(urlpath);
+	r.relpath = strdup(relpath);
+	if (!r.urlpath || !r.relpath || (r.p.gzip && lst_gz_init(&r.gz) < 0)) {
+		close(dir->fd);
+		lst_run_free(&r);
 		fsd_req_error(rq, 500);
 		return 0;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
-	fsd_req_respond(rq, MHD_HTTP_OK, resp, b.len);
+	r.p.urlpath = r.urlpath;
+	rq->w->listings++;
+	lst_etag_init(&r.tag, &r.p);
+	rc = scan_open(&r, cfg, rq, dir);
+	close(dir->fd);
+	if (rc < 0)
+		goto fail;
+	if (lst_render_head(r.p.gzip ? &r.raw : &r.out, &r.p) < 0) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (;;) {
+		rc = lk_scan_next(r.scan, &ents, &n);
+		if (rc <= 0)
+			break;
+		if (lst_run_feed(&r, ents, n) < 0) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		size_t have = r.raw.len + r.out.len;
+		if (!inm && !r.p.limit && have >= LST_FIRST_BYTES) {
+			stream = true;          /* the rest follows from the loop */
+			break;
+		}
+		if (inm && r.render && have >= LST_INM_BYTES) {
+			r.render = false;       /* hash the rest only */
+			lst_buf_free(&r.raw);
+			lst_buf_free(&r.out);
+		}
+	}
+	if (rc < 0)
+		goto fail;
+	if (!stream && r.render) {
+		respond_whole(rq, &r, inm);
+		rq->w->listings--;
+		lst_run_free(&r);
+		return 0;
+	}
+	if (!stream) {
+		/* If-None-Match on a listing too large to hold. */
+		char etag[32];
+		lst_run_etag(&r, etag);
+		if (lst_etag_match(inm, etag)) {
+			respond_whole(rq, &r, inm);
+			rq->w->listings--;
+			lst_run_free(&r);
+			return 0;
+		}
+		/* Changed: a fresh scan streams the body. */
+		lk_scan_close(r.scan);
+		r.scan = NULL;
+		r.render = true;
+		r.count = 0;
+		r.more = false;
+		lst_etag_init(&r.tag, &r.p);
+		if (r.p.gzip) {
+			lst_gz_end(&r.gz);
+			if (lst_gz_init(&r.gz) < 0) {
+				rc = -ENOMEM;
+				goto fail;
+			}
+		}
+		rc = scan_open(&r, cfg, rq, NULL);
+		if (rc < 0)
+			goto fail;
+		if (lst_render_head(r.p.gzip ? &r.raw : &r.out, &r.p) < 0) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+	/* Streaming: what is rendered so far goes out with the headers. */
+	if (lst_run_pump(&r, Z_SYNC_FLUSH) < 0) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	struct MHD_Response *resp = lst_stream_response(rq, &r);
+	if (!resp) {
+		fsd_req_error(rq, 500);
+		return 0;
+	}
+	fsd_req_respond(rq, MHD_HTTP_OK, resp, 0);
+	return 0;
+fail:
+	rq->w->listings--;
+	lst_run_free(&r);
+	if (rc == -ENOMEM)
+		fsd_req_error(rq, 500);
+	else
+		fsd_log_fs_req(rq, "listing", relpath, rc);
 	return 0;
 }

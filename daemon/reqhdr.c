@@ -7,7 +7,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "daemon/check.h"
+#include "daemon/log.h"
+#include "proto/reqcheck.h"
+
+/* Longest request-target served (414 beyond): static.c decodes into an
+ * 8 KiB buffer, and libmicrohttpd's own limit is about 32 KiB. */
+#define FSD_MAX_TARGET 8000
 
 /* Headers the handlers read, by index into struct fsd_hdrs. */
 static const struct {
@@ -30,7 +35,7 @@ static const struct {
 
 struct collect {
 	struct fsd_req *rq;
-	struct fsd_check chk;
+	struct proto_reqcheck chk;
 	/* first pass: sizes; second: copies */
 	const char *val[NWANTED];
 	size_t len[NWANTED];
@@ -67,7 +72,7 @@ static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
 	(void)kind;
 	if (!in_place(key, key_size, value))
 		c->folded = true;
-	fsd_check_field(&c->chk, key, key_size, value, value_size);
+	proto_reqcheck_field(&c->chk, key, key_size, value, value_size);
 	for (size_t i = 0; i < NWANTED; i++)
 		if (!strcasecmp(key, wanted[i].name)) {
 			/* First occurrence wins; duplicates of the list-valued
@@ -87,7 +92,8 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 	size_t total = 0;
 	char *mem, *p;
 
-	fsd_check_begin(&c.chk, rq->method_str, rq->version, rq->uri);
+	proto_reqcheck_begin(&c.chk, rq->method_str, rq->version, rq->uri,
+	                     strlen(rq->uri), FSD_MAX_TARGET);
 	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, each, &c);
 	for (size_t i = 0; i < NWANTED; i++)
 		if (c.val[i])
@@ -109,5 +115,9 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 		rq->close = true;
 		return 400;
 	}
-	return fsd_check_end(&c.chk, &rq->close);
+	struct proto_verdict v = proto_reqcheck_end(&c.chk);
+	rq->close = v.close_connection;
+	if (v.status)
+		fsd_log(LOG_INFO, "%s %s: %u: %s", rq->method_str, rq->uri, v.status, v.reason);
+	return (int)v.status;
 }

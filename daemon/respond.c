@@ -2,6 +2,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "proto/errpage.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,22 +10,13 @@
 
 #define ALLOW "GET, HEAD, OPTIONS"
 
-static const char *reason(unsigned status)
+static struct MHD_Response *page(unsigned status)
 {
-	const char *r = MHD_get_reason_phrase_for(status);
-	return r && *r ? r : "Error";
-}
-
-static struct MHD_Response *page(unsigned status, const char *extra)
-{
-	char body[512];
-	int n = snprintf(body, sizeof body,
-	                 "<!DOCTYPE html>\n<html><head><title>%u %s</title></head>"
-	                 "<body><h1>%u %s</h1>%s</body></html>\n",
-	                 status, reason(status), status, reason(status),
-	                 extra ? extra : "");
+	size_t len;
+	const char *body = proto_errpage(status, &len);
 	struct MHD_Response *resp =
-		MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
+		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_PERSISTENT);
+
 	if (resp)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 		                        "text/html; charset=utf-8");
@@ -33,7 +25,7 @@ static struct MHD_Response *page(unsigned status, const char *extra)
 
 void fsd_req_error(struct fsd_req *rq, unsigned status)
 {
-	struct MHD_Response *resp = page(status, NULL);
+	struct MHD_Response *resp = page(status);
 
 	if (resp && status == 405)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, ALLOW);
@@ -55,7 +47,7 @@ void fsd_req_error(struct fsd_req *rq, unsigned status)
 
 void fsd_req_redirect(struct fsd_req *rq, unsigned status, const char *location)
 {
-	struct MHD_Response *resp = page(status, NULL);
+	struct MHD_Response *resp = page(status);
 
 	if (resp)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);

@@ -62,6 +62,7 @@ checks() {
 		"$(curl -s -i -X OPTIONS "$URL/hello.txt" | tr -d '\r')"
 	check_match "OPTIONS 2xx" "^2" "$(code /hello.txt -X OPTIONS)"
 	check "414 long URL" 414 "$(code "/$(head -c 40000 /dev/zero | tr '\0' a)")"
+	check "414 long URL (our limit)" 414 "$(code "/$(head -c 10000 /dev/zero | tr "\0" a)")"
 	check "431 huge header" 431 "$(code /hello.txt -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' b)")"
 	check_match "error pages are HTML" "<h1>404 Not Found</h1>" "$(curl -s "$URL/nope")"
 	check "still serving" hello "$(curl -s "$URL/hello.txt")"

@@ -36,9 +36,10 @@ checks() {
 	expect "space before colon in Host" 400 "GET /hello.txt HTTP/1.1\r\nHost : x\r\n\r\n" close
 	expect "invalid field name" 400 "GET /hello.txt HTTP/1.1\r\n${H}X(A): b\r\n\r\n" close
 	expect "control character in value" 400 "GET /hello.txt HTTP/1.1\r\n${H}X-A: a\x01b\r\n\r\n" close
-	expect "Transfer-Encoding" 400 "GET /hello.txt HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" close
+	expect "Transfer-Encoding: chunked" 400 "GET /hello.txt HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" close
+	expect "unknown Transfer-Encoding" 501 "GET /hello.txt HTTP/1.1\r\n${H}Transfer-Encoding: foo\r\n\r\n" close
 	expect "conflicting Content-Length" 400 "GET /hello.txt HTTP/1.1\r\n${H}Content-Length: 1\r\nContent-Length: 2\r\n\r\nab" close
-	expect "request body on GET" 400 "GET /hello.txt HTTP/1.1\r\n${H}Content-Length: 3\r\n\r\nabc" close
+	expect "request body on GET" 413 "GET /hello.txt HTTP/1.1\r\n${H}Content-Length: 3\r\n\r\nabc" close
 	expect "Content-Length: 0 is fine" 200 "GET /hello.txt HTTP/1.1\r\n${H}Content-Length: 0\r\nConnection: close\r\n\r\n"
 	expect "unsupported Expect" 417 "GET /hello.txt HTTP/1.1\r\n${H}Expect: teapot\r\n\r\n"
 	expect "%00 in the path" 400 "GET /hello%00.txt HTTP/1.1\r\n${H}\r\n"
