@@ -536,9 +536,10 @@ START_TEST(html_100k_rows)
 
 	ck_assert_int_eq(proto_listing_begin(&l, &b), 0);
 	for (int i = 0; i < 100000; i++) {
-		struct proto_entry e = E(name, PROTO_FT_REG);
+		struct proto_entry e;
 
-		e.namelen = (size_t)snprintf(name, sizeof name, "file-%06d.txt", i);
+		snprintf(name, sizeof name, "file-%06d.txt", i);
+		e = E(name, PROTO_FT_REG);
 		e.size = (uint64_t)i * 1000;
 		ck_assert_int_eq(proto_listing_entry(&l, &b, &e), 0);
 	}
