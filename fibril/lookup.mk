@@ -30,6 +30,9 @@ t_fibril_test_lookup_slowfs_LDADD = $(LOOKUP_TEST_LDADD)
 noinst_PROGRAMS += contrib/examples/fls
 contrib_examples_fls_SOURCES = contrib/examples/fls.c
 contrib_examples_fls_LDADD = fibril/libfibril.la
+# A real binary, not a libtool wrapper script (whose start-up the bench
+# would otherwise measure).
+contrib_examples_fls_LDFLAGS = -no-install
 TESTS += t/fibril/test_lookup_fls.sh
 EXTRA_DIST += t/fibril/test_lookup_fls.sh
 dist_noinst_SCRIPTS += contrib/bench/lookup-bench
