@@ -40,3 +40,7 @@ t_fibril_test_fibril_regs_CFLAGS = $(FIBRIL_TEST_CFLAGS)
 t_fibril_test_fibril_regs_LDADD = $(FIBRIL_TEST_LDADD) -lm
 TESTS += t/fibril/test_fibril_regs
 UNIT_TESTS += t/fibril/test_fibril_regs
+
+noinst_PROGRAMS += contrib/bench/fibril-bench
+contrib_bench_fibril_bench_SOURCES = contrib/bench/fibril-bench.c
+contrib_bench_fibril_bench_LDADD = fibril/libfibril.la -lpthread

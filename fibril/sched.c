@@ -46,6 +46,26 @@ uint64_t fibril_now_ns(void)
 /* ---- context set-up for the assembly back ends ---- */
 
 #ifndef FIBRIL_SWITCH_UCONTEXT
+/* A fibril starts with the FP control state (rounding, exception masks,
+ * flush-to-zero) its thread had at fibril_sched_init(): reading it per
+ * creation would cost more than the rest of fibril_create(). */
+static __thread uint64_t tls_fpctl __attribute__((tls_model("initial-exec")));
+
+static void capture_fpctl(void)
+{
+#if defined(__x86_64__)
+	uint32_t mxcsr;
+	uint16_t cw;
+	__asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+	__asm__ volatile("fnstcw %0" : "=m"(cw));
+	tls_fpctl = (uint64_t)mxcsr | (uint64_t)cw << 32;
+#elif defined(__aarch64__)
+	uint64_t fpcr;
+	__asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+	tls_fpctl = fpcr;
+#endif
+}
+
 void x__ctx_make(struct x__ctx *c, char *lo, char *hi)
 {
 	uintptr_t top = (uintptr_t)hi & ~(uintptr_t)15;
@@ -54,27 +74,26 @@ void x__ctx_make(struct x__ctx *c, char *lo, char *hi)
 	/* the frame x__fibril_switch pops: mxcsr|cw, r15..r12, rbx, rbp,
 	 * return address (the trampoline), and a zero "caller" above it */
 	uint64_t *sp = (uint64_t *)top;
-	uint32_t mxcsr;
-	uint16_t cw;
-	__asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
-	__asm__ volatile("fnstcw %0" : "=m"(cw));
 	*--sp = 0;
 	*--sp = (uint64_t)(uintptr_t)x__fibril_trampoline;
 	for (int i = 0; i < 6; i++)
 		*--sp = 0;                     /* rbp rbx r12 r13 r14 r15 */
-	*--sp = (uint64_t)mxcsr | (uint64_t)cw << 32;
+	*--sp = tls_fpctl;
 	c->sp = sp;
 #elif defined(__aarch64__)
+	/* x19..x28, x29 = 0, x30 = trampoline, d8..d15, fpcr, pad */
 	uint64_t *sp = (uint64_t *)(top - 176);
-	uint64_t fpcr;
-	__asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
 	memset(sp, 0, 176);
-	sp[11] = (uint64_t)(uintptr_t)x__fibril_trampoline;  /* x30 */
-	sp[20] = fpcr;
+	sp[11] = (uint64_t)(uintptr_t)x__fibril_trampoline;
+	sp[20] = tls_fpctl;
 	c->sp = sp;
 #else
 #error "no assembly context switch for this CPU: configure --disable-asm-switch"
 #endif
+}
+#else
+static void capture_fpctl(void)
+{
 }
 #endif
 
@@ -313,6 +332,7 @@ int fibril_sched_init(const struct fibril_sched_opts *opts)
 		free(s);
 		return r;
 	}
+	capture_fpctl();
 	tls_sched = s;
 	return 0;
 }
