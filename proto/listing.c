@@ -125,7 +125,8 @@ int proto_html_escape(struct proto_buf *b, const char *s, size_t len)
 			i += k;
 			continue;
 		}
-		if (c >= 0x20 && c < 0x7f && !strchr("&<>\"'", c)) {
+		if (c >= 0x20 && c < 0x7f && c != '&' && c != '<' && c != '>' &&
+		    c != '"' && c != '\'') {
 			i++;
 			continue;
 		}
@@ -161,6 +162,99 @@ static int put_encoded(struct proto_buf *b, const char *s, size_t len,
 	proto_url_encode(s, len, b->data + b->len, need + 1, flags);
 	b->len += need;
 	return 0;
+}
+
+/* Numbers and dates by hand: a 100,000-row listing formats 300,000 of
+ * them, and printf/strftime were most of the rendering time. */
+static int put_u64(struct proto_buf *b, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[sizeof tmp - ++n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return proto_buf_append(b, tmp + sizeof tmp - n, n);
+}
+
+static int put_i64(struct proto_buf *b, int64_t v)
+{
+	if (v < 0) {
+		TRY(proto_buf_append(b, "-", 1));
+		return put_u64(b, (uint64_t)0 - (uint64_t)v);
+	}
+	return put_u64(b, (uint64_t)v);
+}
+
+/* "YYYY-MM-DD HH:MM:SS" (UTC) of @t; civil_from_days as in httpdate.c
+ * (H. Hinnant's algorithm). */
+static int put_datetime(struct proto_buf *b, int64_t t)
+{
+	int64_t days = t / 86400, secs = t % 86400, era, y;
+	unsigned doe, yoe, doy, mp, d, m;
+	char o[19];
+
+	if (secs < 0) {
+		secs += 86400;
+		days--;
+	}
+	days += 719468;
+	era = (days >= 0 ? days : days - 146096) / 146097;
+	doe = (unsigned)(days - era * 146097);
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	d = doy - (153 * mp + 2) / 5 + 1;
+	m = mp < 10 ? mp + 3 : mp - 9;
+	y = (int64_t)yoe + era * 400 + (m <= 2);
+	if (y < 0 || y > 9999)
+		return proto_buf_append(b, "?", 1);
+	o[0] = (char)('0' + y / 1000);
+	o[1] = (char)('0' + y / 100 % 10);
+	o[2] = (char)('0' + y / 10 % 10);
+	o[3] = (char)('0' + y % 10);
+	o[4] = '-';
+	o[5] = (char)('0' + m / 10);
+	o[6] = (char)('0' + m % 10);
+	o[7] = '-';
+	o[8] = (char)('0' + d / 10);
+	o[9] = (char)('0' + d % 10);
+	o[10] = ' ';
+	o[11] = (char)('0' + secs / 36000);
+	o[12] = (char)('0' + secs / 3600 % 10);
+	o[13] = ':';
+	o[14] = (char)('0' + secs / 600 % 6);
+	o[15] = (char)('0' + secs / 60 % 10);
+	o[16] = ':';
+	o[17] = (char)('0' + secs % 60 / 10);
+	o[18] = (char)('0' + secs % 10);
+	return proto_buf_append(b, o, sizeof o);
+}
+
+/* ls -lh style: "827", "1.2K", "35M". */
+static int put_human(struct proto_buf *b, uint64_t v)
+{
+	static const char units[] = "KMGTPE";
+	uint64_t tenths;
+	int u = 0;
+	char o[8];
+
+	if (v < 1024)
+		return put_u64(b, v);
+	/* v / 1024^(u+1) in tenths, rounded to nearest */
+	while (u < 5 && v >= (uint64_t)1024 << (10 * (u + 1)) && (10 * (u + 1)) < 64 - 10)
+		u++;
+	tenths = (uint64_t)(((unsigned __int128)v * 10 + ((uint64_t)1 << (10 * (u + 1))) / 2) >> (10 * (u + 1)));
+	if (tenths < 100) {
+		o[0] = (char)('0' + tenths / 10);
+		o[1] = '.';
+		o[2] = (char)('0' + tenths % 10);
+		o[3] = units[u];
+		return proto_buf_append(b, o, 4);
+	}
+	TRY(put_u64(b, (tenths + 5) / 10));
+	return proto_buf_append(b, &units[u], 1);
 }
 
 static const char *type_name(enum proto_ftype t)
@@ -271,28 +365,10 @@ static int html_begin(struct proto_listing *l, struct proto_buf *b)
 	return 0;
 }
 
-static int human(char *out, size_t sz, uint64_t v)
-{
-	static const char units[] = "KMGTPE";
-	double d = (double)v;
-	int u = -1;
-
-	if (v < 1024)
-		return snprintf(out, sz, "%" PRIu64, v);
-	while (d >= 1024 && u < 5) {
-		d /= 1024;
-		u++;
-	}
-	return snprintf(out, sz, d < 10 ? "%.1f%c" : "%.0f%c", d, units[u]);
-}
-
 static int html_entry(struct proto_listing *l, struct proto_buf *b,
                       const struct proto_entry *e)
 {
 	bool dir = e->type == PROTO_FT_DIR;
-	char hs[16], ts[24];
-	struct tm tm;
-	time_t t = (time_t)e->mtime_sec;
 
 	(void)l;
 	TRY(proto_buf_puts(b, "<tr><td><a href=\""));
@@ -300,7 +376,7 @@ static int html_entry(struct proto_listing *l, struct proto_buf *b,
 	TRY(put_encoded(b, e->name, e->namelen, 0));
 	if (dir)
 		TRY(proto_buf_append(b, "/", 1));
-	TRY(proto_buf_puts(b, "\">"));
+	TRY(proto_buf_append(b, "\">", 2));
 	TRY(proto_html_escape(b, e->name, e->namelen));
 	if (dir)
 		TRY(proto_buf_append(b, "/", 1));
@@ -310,19 +386,19 @@ static int html_entry(struct proto_listing *l, struct proto_buf *b,
 		TRY(proto_html_escape(b, e->target, e->targetlen));
 		TRY(proto_buf_puts(b, "</span>"));
 	}
-	if (dir)
+	if (dir) {
 		TRY(proto_buf_puts(b, "</td><td>-"));
-	else {
-		human(hs, sizeof hs, e->size);
-		TRY(proto_buf_printf(b, "</td><td title=\"%" PRIu64 " bytes\">%s",
-		                     e->size, hs));
+	} else {
+		TRY(proto_buf_puts(b, "</td><td title=\""));
+		TRY(put_u64(b, e->size));
+		TRY(proto_buf_puts(b, " bytes\">"));
+		TRY(put_human(b, e->size));
 	}
-	if (gmtime_r(&t, &tm))
-		strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
-	else
-		ts[0] = 0;
-	return proto_buf_printf(b, "</td><td>%s</td><td>%s</td></tr>\n", ts,
-	                        type_name(e->type));
+	TRY(proto_buf_puts(b, "</td><td>"));
+	TRY(put_datetime(b, e->mtime_sec));
+	TRY(proto_buf_puts(b, "</td><td>"));
+	TRY(proto_buf_puts(b, type_name(e->type)));
+	return proto_buf_puts(b, "</td></tr>\n");
 }
 
 static int html_end(struct proto_listing *l, struct proto_buf *b,
@@ -350,11 +426,16 @@ static int json_entry(struct proto_buf *b, const struct proto_entry *e)
 
 	TRY(proto_buf_puts(b, "{\"name\":"));
 	TRY(proto_json_string(b, e->name, e->namelen, &bad_name));
-	TRY(proto_buf_printf(b, ",\"type\":\"%s\",\"size\":%" PRIu64
-	                     ",\"mtime\":%" PRId64 ",\"mtime_ns\":%" PRIu32
-	                     ",\"mode\":%" PRIu32,
-	                     type_name(e->type), e->size, e->mtime_sec,
-	                     e->mtime_nsec, e->mode));
+	TRY(proto_buf_puts(b, ",\"type\":\""));
+	TRY(proto_buf_puts(b, type_name(e->type)));
+	TRY(proto_buf_puts(b, "\",\"size\":"));
+	TRY(put_u64(b, e->size));
+	TRY(proto_buf_puts(b, ",\"mtime\":"));
+	TRY(put_i64(b, e->mtime_sec));
+	TRY(proto_buf_puts(b, ",\"mtime_ns\":"));
+	TRY(put_u64(b, e->mtime_nsec));
+	TRY(proto_buf_puts(b, ",\"mode\":"));
+	TRY(put_u64(b, e->mode));
 	if (e->target) {
 		TRY(proto_buf_puts(b, ",\"target\":"));
 		TRY(proto_json_string(b, e->target, e->targetlen, &bad_target));
@@ -372,6 +453,29 @@ static int json_entry(struct proto_buf *b, const struct proto_entry *e)
 		TRY(proto_buf_puts(b, "\""));
 	}
 	return proto_buf_puts(b, "}");
+}
+
+int proto_listing_next_url(const struct proto_listing *l, struct proto_buf *b,
+                           const char *next, size_t nextlen)
+{
+	size_t save = b->len;
+	int r;
+
+	if ((r = put_encoded(b, l->path, l->pathlen, PROTO_ENC_KEEP_SLASH)) < 0 ||
+	    (r = proto_buf_puts(b, "?")) < 0 ||
+	    (l->format == PROTO_FMT_JSON && (r = proto_buf_puts(b, "format=json&")) < 0) ||
+	    (l->format == PROTO_FMT_NDJSON && (r = proto_buf_puts(b, "format=ndjson&")) < 0) ||
+	    (r = proto_buf_puts(b, "sort=")) < 0 ||
+	    (r = proto_buf_puts(b, sort_word(eff_sort(l)))) < 0 ||
+	    (r = proto_buf_puts(b, l->desc ? "&order=desc" : "&order=asc")) < 0 ||
+	    (l->limit && ((r = proto_buf_puts(b, "&limit=")) < 0 ||
+	                  (r = put_u64(b, l->limit)) < 0)) ||
+	    (r = proto_buf_puts(b, "&after=")) < 0 ||
+	    (r = put_encoded(b, next, nextlen, 0)) < 0) {
+		b->len = save;
+		return r;
+	}
+	return 0;
 }
 
 /* ---- dispatch; each keeps the buffer unchanged on failure ---- */

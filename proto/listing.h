@@ -107,6 +107,16 @@ int proto_listing_entry(struct proto_listing *l, struct proto_buf *b,
 int proto_listing_end(struct proto_listing *l, struct proto_buf *b,
                       const char *next, size_t nextlen);
 
+/**
+ * Appends the URL of the next page, for a "Link: <URL>; rel=\"next\""
+ * header (RFC 8288): the directory's path percent-encoded, then
+ * "?sort=S&order=O[&limit=N]&after=CURSOR" with the cursor (@next,
+ * @nextlen bytes) percent-encoded; format=json/ndjson is kept. Plain
+ * ASCII, no HTML escaping. 0 or -ENOMEM (buffer unchanged).
+ */
+int proto_listing_next_url(const struct proto_listing *l, struct proto_buf *b,
+                           const char *next, size_t nextlen);
+
 /** The Content-Type for a format ("text/html; charset=utf-8",
  *  "application/json", "application/x-ndjson"). */
 const char *proto_listing_content_type(enum proto_list_format f);

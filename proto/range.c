@@ -126,6 +126,16 @@ ignore:
 	return PROTO_RANGE_IGNORE;
 }
 
+size_t proto_range_content_range(char *out, size_t outsz,
+                                 const struct proto_range *r, uint64_t size)
+{
+	int k = r ? snprintf(out, outsz, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64,
+	                     r->first, r->last, size)
+	          : snprintf(out, outsz, "bytes */%" PRIu64, size);
+
+	return k < 0 ? 0 : (size_t)k;
+}
+
 int proto_multipart_boundary(uint64_t seed, char out[PROTO_BOUNDARY_MAX])
 {
 	static const char set[] =

@@ -51,6 +51,14 @@ enum proto_range_result proto_range_parse(const char *hdr, size_t len,
                                           struct proto_range *out,
                                           unsigned max_ranges, unsigned *n);
 
+/**
+ * Formats a Content-Range value (snprintf semantics): "bytes F-L/SIZE"
+ * for a 206, or "bytes * /SIZE" (no space) when @r is NULL, for a 416
+ * (RFC 9110 14.4).
+ */
+size_t proto_range_content_range(char *out, size_t outsz,
+                                 const struct proto_range *r, uint64_t size);
+
 /* Room for a boundary from proto_multipart_boundary(), with NUL. */
 #define PROTO_BOUNDARY_MAX 40
 

@@ -523,6 +523,21 @@ START_TEST(html_sort_links)
 	ck_assert_int_eq(proto_listing_end(&l, &b, "a b&c", 5), 0);
 	ck_assert(has(&b, "<a rel=\"next\" href=\"?sort=size&amp;order=desc&amp;limit=50&amp;after=a%20b%26c\">"));
 	ck_assert(has(&b, "<p class=n>0 entries</p>"));
+	/* the Link header's URL */
+	b.len = 0;
+	l.path = "/a b/";
+	l.pathlen = 5;
+	ck_assert_int_eq(proto_listing_next_url(&l, &b, "x&y\xff", 4), 0);
+	ck_assert_uint_eq(b.len, strlen("/a%20b/?sort=size&order=desc&limit=50&after=x%26y%FF"));
+	ck_assert_int_eq(memcmp(b.data, "/a%20b/?sort=size&order=desc&limit=50&after=x%26y%FF", b.len), 0);
+	b.len = 0;
+	l.format = PROTO_FMT_JSON;
+	l.sort = PROTO_SORT_DEFAULT;
+	l.desc = false;
+	l.limit = 0;
+	ck_assert_int_eq(proto_listing_next_url(&l, &b, "n", 1), 0);
+	ck_assert_uint_eq(b.len, strlen("/a%20b/?format=json&sort=name&order=asc&after=n"));
+	ck_assert_int_eq(memcmp(b.data, "/a%20b/?format=json&sort=name&order=asc&after=n", b.len), 0);
 	proto_buf_free(&b);
 }
 END_TEST

@@ -194,6 +194,11 @@ START_TEST(multipart)
 	ck_assert_uint_eq(total, manual);
 	k = proto_multipart_part_header(buf, sizeof buf, "BND", NULL, &rr[1], 100);
 	ck_assert_str_eq(buf, "\r\n--BND\r\nContent-Range: bytes 10-19/100\r\n\r\n");
+	k = proto_range_content_range(buf, sizeof buf, &rr[1], 100);
+	ck_assert_str_eq(buf, "bytes 10-19/100");
+	ck_assert_uint_eq(k, 15);
+	k = proto_range_content_range(buf, sizeof buf, NULL, 3221225472ULL);
+	ck_assert_str_eq(buf, "bytes */3221225472");
 	/* snprintf semantics when short */
 	k = proto_multipart_part_header(buf, 4, "BND", ct, &rr[1], 100);
 	ck_assert_uint_gt(k, 4);
