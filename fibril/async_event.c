@@ -47,10 +47,12 @@ static void x__ev_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	async_engine_process(h->e, X__EV_BUDGET);
+	/* Kicks from the fibrils we run now are redundant: we flush their
+	 * submissions below and the re-arm sees whatever else is left. */
+	h->e->kicked = true;
 	fibril_sched_run();
-	/* Fibrils that ran may have queued submissions: flush them now
-	 * rather than on the next wake-up (which would never come). */
-	async_engine_process(h->e, X__EV_BUDGET);
+	x__flush(h->e);
+	h->e->kicked = false;
 	x__ev_rearm(h);
 }
 
