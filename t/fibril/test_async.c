@@ -567,6 +567,38 @@ START_TEST(destroy_cancels_pending)
 }
 END_TEST
 
+static int kicks;
+
+static void kick(void *arg)
+{
+	ck_assert_ptr_eq(arg, &kicks);
+	kicks++;
+}
+
+START_TEST(kick_once_per_process)
+{
+	struct statx sb[3];
+	long r[3];
+	unsigned long a[5];
+	async_engine_set_kick(eng, kick, &kicks);
+	statx_args(a, "file", &sb[0]);
+	ck_assert_int_gt(async_submit(ASYNC_F_NOINLINE, &r[0], ASYNC_STATX, a), 0);
+	ck_assert_int_eq(kicks, 1);  /* queued: the host must process soon */
+	ck_assert_int_eq(async_engine_timeout_ms(eng), 0);
+	statx_args(a, "file", &sb[1]);
+	ck_assert_int_gt(async_submit(ASYNC_F_NOINLINE, &r[1], ASYNC_STATX, a), 0);
+	ck_assert_int_eq(kicks, 1);  /* at most once between two process calls */
+	ck_assert_int_ge(async_engine_process(eng, 0), 0);
+	statx_args(a, "file", &sb[2]);
+	ck_assert_int_gt(async_submit(ASYNC_F_NOINLINE, &r[2], ASYNC_STATX, a), 0);
+	ck_assert_int_eq(kicks, 2);
+	async_engine_set_kick(eng, NULL, NULL);
+	ck_assert_int_eq(wait_for_async(0), 0);
+	ck_assert_int_eq(kicks, 2);
+	ck_assert_int_eq(r[0] | r[1] | r[2], 0);
+}
+END_TEST
+
 /* What Docker's default seccomp profile (EPERM) or an old kernel
  * (ENOSYS) does to io_uring_setup. Check runs each test in its own
  * child, so the filter dies with it. */
@@ -645,6 +677,7 @@ int main(void)
 	tcase_add_test(tc, wait_all_many);
 	tcase_add_test(tc, callbacks);
 	tcase_add_test(tc, destroy_cancels_pending);
+	tcase_add_test(tc, kick_once_per_process);
 	tcase_add_test(tc, fallback_eperm);
 	tcase_add_test(tc, fallback_enosys);
 	suite_add_tcase(s, tc);
