@@ -315,8 +315,19 @@ static long x__submit(unsigned long flags, long *result, long call,
 		op->holds |= X__HOLD_OWNER;
 	}
 	/* Published before the backend can see it; only this thread ever
-	 * writes *result, at completion. */
+	 * writes *result, at completion. Accounted first too: a backend may
+	 * complete it before returning (a pool without threads). */
 	*result = op->cookie;
+	e->inflight++;
+	if (op->owner) {
+		struct x__owner *o = op->owner;
+		op->oprev = NULL;
+		op->onext = o->head;
+		if (o->head)
+			o->head->oprev = op;
+		o->head = op;
+		o->pending++;
+	}
 
 	int rc;
 	if (e->ring && x__uring_supports(e, call, args)) {
@@ -330,6 +341,11 @@ static long x__submit(unsigned long flags, long *result, long call,
 		/* The backend is saturated: the call simply goes the other
 		 * way, synchronously, as at the parallelism limit. */
 		struct x__owner *o = op->owner;
+		e->inflight--;
+		if (o) {
+			x__owner_unlink(op);
+			o->pending--;
+		}
 		op->holds = 0;
 		op->state = X__DONE;
 		x__op_free(e, op);
@@ -337,16 +353,6 @@ static long x__submit(unsigned long flags, long *result, long call,
 			x__owner_put(e, o);
 		*result = x__exec(call, args);
 		return 0;
-	}
-	e->inflight++;
-	if (op->owner) {
-		struct x__owner *o = op->owner;
-		op->oprev = NULL;
-		op->onext = o->head;
-		if (o->head)
-			o->head->oprev = op;
-		o->head = op;
-		o->pending++;
 	}
 	return op->cookie;
 }
