@@ -53,7 +53,8 @@ start_daemon() {
 		DPID=$!
 		local i
 		for i in $(seq 1 100); do
-			if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PORT/" 2>/dev/null; then
+			# any answer will do (a 404 needs no listing, which may be slow)
+			if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PORT/.fsd-probe" 2>/dev/null; then
 				URL=http://127.0.0.1:$PORT
 				return 0
 			fi
