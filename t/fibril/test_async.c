@@ -567,6 +567,33 @@ START_TEST(destroy_cancels_pending)
 }
 END_TEST
 
+START_TEST(process_budget)
+{
+	long r[5];
+	long c[5];
+	int reaped = 0;
+	for (int i = 0; i < 5; i++) {
+		c[i] = async_submit(ASYNC_F_NOINLINE, &r[i], ASYNC_NOP, NULL);
+		ck_assert_int_gt(c[i], 0);
+	}
+	for (int k = 0; k < 10000 && reaped < 5; k++) {
+		int n = async_engine_process(eng, 1);
+		ck_assert_int_ge(n, 0);
+		ck_assert_int_le(n, 1);
+		reaped += n;
+		if (reaped < 5 && async_engine_timeout_ms(eng) != 0) {
+			struct pollfd p = { async_engine_fd(eng), POLLIN, 0 };
+			poll(&p, 1, 100);
+		}
+	}
+	ck_assert_int_eq(reaped, 5);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(r[i], 0);
+		ck_assert_int_eq(wait_for_async(c[i]), 0);
+	}
+}
+END_TEST
+
 static int kicks;
 
 static void kick(void *arg)
@@ -678,6 +705,7 @@ int main(void)
 	tcase_add_test(tc, callbacks);
 	tcase_add_test(tc, destroy_cancels_pending);
 	tcase_add_test(tc, kick_once_per_process);
+	tcase_add_test(tc, process_budget);
 	tcase_add_test(tc, fallback_eperm);
 	tcase_add_test(tc, fallback_enosys);
 	suite_add_tcase(s, tc);
