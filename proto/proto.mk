@@ -48,3 +48,20 @@ t_proto_test_listing_LDADD = $(x__proto_test_ldadd)
 t_proto_test_errpage_SOURCES = t/proto/test_errpage.c
 t_proto_test_errpage_CFLAGS = $(x__proto_test_cflags)
 t_proto_test_errpage_LDADD = $(x__proto_test_ldadd)
+
+# ---- libFuzzer harnesses (not in TESTS): `make fuzz-proto` with clang,
+# then e.g. t/proto/fuzz_url -max_total_time=60 ----
+FUZZ_CC = clang
+x__proto_fuzz = url range reqcheck httpdate
+x__proto_srcs = $(filter %.c,$(proto_libproto_la_SOURCES))
+EXTRA_DIST += $(x__proto_fuzz:%=t/proto/fuzz_%.c)
+fuzz-proto: config.h
+	@for f in $(x__proto_fuzz); do \
+	  echo "  FUZZ     t/proto/fuzz_$$f"; mkdir -p t/proto; \
+	  $(FUZZ_CC) -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
+	    -I$(top_srcdir) -I$(top_builddir) \
+	    $(x__proto_srcs:%=$(top_srcdir)/%) $(top_srcdir)/t/proto/fuzz_$$f.c \
+	    -o t/proto/fuzz_$$f || exit 1; \
+	done
+CLEANFILES += $(x__proto_fuzz:%=t/proto/fuzz_%)
+.PHONY: fuzz-proto

@@ -94,6 +94,12 @@ int proto_url_parse(const char *target, size_t len, char *buf, size_t bufsz,
 		while (qend < len && target[qend] != '#')
 			qend++;
 	}
+	/* raw control bytes and spaces are invalid anywhere in the target
+	 * (RFC 3986 has no place for them, and a NUL would cut the query
+	 * short for C string users) */
+	for (size_t k = pend; k < len; k++)
+		if ((unsigned char)target[k] <= 0x20 || target[k] == 0x7f)
+			return -EINVAL;
 	if (pend == i && !absolute)
 		return -EINVAL;
 	if (pend > i && target[i] != '/')

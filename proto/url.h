@@ -42,7 +42,8 @@ struct proto_target {
  * Rejected (-EINVAL): anything not starting with '/' (after the absolute
  * form's authority), "%00", "%2F"/"%2f" (an encoded '/' would make a
  * segment boundary the client did not send), '%' not followed by two
- * hex digits, raw control bytes (< 0x20, 0x7f) and raw space. Raw
+ * hex digits, raw control bytes (< 0x20, 0x7f) and raw space anywhere
+ * in the target (query and fragment too). Raw
  * bytes >= 0x80 are accepted as they are (lenient, as nginx).
  * Rejected (-EPERM): a ".." that would climb above the root ("/../x",
  * "/a/../../b"); nginx answers these with 400 too, and the lookup engine

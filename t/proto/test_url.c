@@ -91,6 +91,11 @@ START_TEST(hostile_bytes)
 	bad("a/b", -EINVAL);
 	bad("*", -EINVAL);
 	bad("?a", -EINVAL);
+	/* the query and fragment too */
+	bad("/a?b c", -EINVAL);
+	bad("/a?b\x01", -EINVAL);
+	bad("/a#b\x7f", -EINVAL);
+	ck_assert_int_eq(proto_url_parse("/9?\0x", 5, buf, sizeof buf, &t), -EINVAL);
 	/* a ?-terminated path ends before the escape */
 	ok("/a?%zz", "/a", false);
 	ck_assert_str_eq(t.query, "%zz");

@@ -1,0 +1,46 @@
+/* libFuzzer harness: proto_reqcheck. Input: the target on the first
+ * line, then "name:value" lines. */
+#include "first.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/reqcheck.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *p = (const char *)data, *end = p + size, *nl;
+	struct proto_reqcheck c;
+	struct proto_verdict v;
+
+	nl = memchr(p, '\n', size);
+	if (!nl)
+		nl = end;
+	proto_reqcheck_begin(&c, size & 1 ? "GET" : "OPTIONS",
+	                     size & 2 ? "HTTP/1.1" : "HTTP/1.0", p,
+	                     (size_t)(nl - p), 64);
+	p = nl < end ? nl + 1 : end;
+	while (p < end) {
+		const char *colon;
+
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		colon = memchr(p, ':', (size_t)(nl - p));
+		if (colon)
+			proto_reqcheck_field(&c, p, (size_t)(colon - p), colon + 1,
+			                     (size_t)(nl - colon - 1));
+		p = nl < end ? nl + 1 : end;
+	}
+	v = proto_reqcheck_end(&c);
+	if (!v.reason || (v.status != 0) != (v.reason[0] != 0))
+		abort();
+	switch (v.status) {
+	case 0: case 400: case 413: case 414: case 417: case 501:
+		break;
+	default:
+		abort();
+	}
+	return 0;
+}
