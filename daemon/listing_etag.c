@@ -1,0 +1,112 @@
+#include "first.h"
+
+/*
+ * The listing validator. A directory's own mtime changes when names are
+ * added, removed or renamed, but not when a listed file grows or is
+ * touched; so the tag is a digest of everything the listing shows: for
+ * every entry its name, type, size, mtime (ns), permission bits and
+ * symlink target (and target type), plus the parameters that shape the
+ * response (path, format, sort, order, dirs first, page, cursor) and a
+ * version of the rendering. Two checksums from zlib (CRC-32 and
+ * Adler-32, 64 bits together) serve as the digest: a validator needs to
+ * notice change, not to resist a forger, and zlib is already linked.
+ * CRC-32 detects every change confined to 32 consecutive bits (one
+ * size or one mtime field) with certainty.
+ *
+ * The tag is weak (W/): the same entries give the same tag whether the
+ * body is gzip-compressed or not (RFC 9110 8.8.1).
+ */
+
+#include "daemon/listing_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Bump when the rendering changes, so caches drop old pages. */
+#define LST_RENDER_VERSION 1u
+
+static void mix(struct lst_etag *t, const void *p, size_t n)
+{
+	t->crc = (uint32_t)crc32(t->crc, p, (uInt)n);
+	t->adler = (uint32_t)adler32(t->adler, p, (uInt)n);
+}
+
+void lst_etag_init(struct lst_etag *t, const struct lst_params *p)
+{
+	uint32_t hdr[8] = { LST_RENDER_VERSION, p->fmt, p->sort, p->desc,
+	                    p->dirs_first, (uint32_t)p->limit,
+	                    (uint32_t)((uint64_t)p->limit >> 32), 0 };
+
+	t->crc = (uint32_t)crc32(0, NULL, 0);
+	t->adler = (uint32_t)adler32(0, NULL, 0);
+	t->n = 0;
+	mix(t, hdr, sizeof hdr);
+	mix(t, p->urlpath, strlen(p->urlpath) + 1);
+	if (p->after)
+		mix(t, p->after, strlen(p->after) + 1);
+}
+
+void lst_etag_entry(struct lst_etag *t, const struct lk_entry *e)
+{
+	struct {
+		uint64_t size;
+		int64_t sec;
+		uint32_t nsec, mode, target_mode;
+		int32_t err;
+	} rec = {
+		.size = e->stx.stx_size,
+		.sec = e->stx.stx_mtime.tv_sec,
+		.nsec = e->stx.stx_mtime.tv_nsec,
+		.mode = e->stx.stx_mode,
+		.target_mode = e->target_mode,
+		.err = e->err,
+	};
+
+	mix(t, e->name, e->namelen + 1);
+	mix(t, &rec, sizeof rec);
+	if (e->link)
+		mix(t, e->link, strlen(e->link) + 1);
+	t->n++;
+}
+
+void lst_etag_final(const struct lst_etag *t, bool more, char *out)
+{
+	snprintf(out, 32, "W/\"%08x%08x%c\"", (unsigned)t->crc,
+	         (unsigned)t->adler, more ? 'n' : 'e');
+}
+
+/* The opaque-tag part of an entity-tag (without W/), or NULL. */
+static const char *opaque(const char *s, size_t *len)
+{
+	if (s[0] == 'W' && s[1] == '/')
+		s += 2;
+	if (*s != '"')
+		return NULL;
+	const char *e = strchr(s + 1, '"');
+	if (!e)
+		return NULL;
+	*len = (size_t)(e - s) + 1;
+	return s;
+}
+
+bool lst_etag_match(const char *inm, const char *etag)
+{
+	size_t tl, l;
+	const char *tag = opaque(etag, &tl);
+
+	if (!inm || !tag)
+		return false;
+	for (const char *s = inm; *s;) {
+		while (*s == ' ' || *s == '\t' || *s == ',')
+			s++;
+		if (*s == '*')
+			return true;
+		const char *o = opaque(s, &l);
+		if (!o)
+			return false;   /* malformed: not a match (RFC 9110 13.1.2) */
+		if (l == tl && !memcmp(o, tag, l))
+			return true;
+		s = o + l;
+	}
+	return false;
+}

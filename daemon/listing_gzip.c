@@ -1,0 +1,59 @@
+#include "first.h"
+
+/*
+ * Streaming gzip of a listing (zlib, RFC 1952 framing by deflateInit2
+ * with windowBits 15 + 16). Level 1: a listing is repetitive markup that
+ * compresses about 8x even at the fastest level, and the compressor runs
+ * on the worker's loop thread, so speed matters more than the last few
+ * percent (a 100,000-row HTML page is ~15 MB before compression).
+ */
+
+#include "daemon/listing_int.h"
+
+#include <errno.h>
+
+#define LST_GZ_LEVEL 1
+
+int lst_gz_init(struct lst_gz *g)
+{
+	memset(&g->z, 0, sizeof g->z);
+	if (deflateInit2(&g->z, LST_GZ_LEVEL, Z_DEFLATED, 15 + 16, 8,
+	                 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	g->live = true;
+	return 0;
+}
+
+int lst_gz_run(struct lst_gz *g, struct lst_buf *in, struct lst_buf *out,
+               int flush)
+{
+	z_stream *z = &g->z;
+	int zr;
+
+	z->next_in = (Bytef *)in->p + in->off;
+	z->avail_in = (uInt)(in->len - in->off);
+	for (;;) {
+		/* Room for everything at once in the common case. */
+		size_t want = deflateBound(z, z->avail_in) + 64;
+		if (out->cap - out->len < want && lst_buf_grow(out, want) < 0)
+			return -ENOMEM;
+		z->next_out = (Bytef *)out->p + out->len;
+		z->avail_out = (uInt)(out->cap - out->len);
+		zr = deflate(z, flush);
+		out->len = out->cap - z->avail_out;
+		if (zr == Z_STREAM_ERROR)
+			return -EIO;
+		if (flush == Z_FINISH ? zr == Z_STREAM_END
+		                      : (z->avail_in == 0 && z->avail_out > 0))
+			break;
+	}
+	in->len = in->off = 0;
+	return 0;
+}
+
+void lst_gz_end(struct lst_gz *g)
+{
+	if (g->live)
+		deflateEnd(&g->z);
+	g->live = false;
+}

@@ -1,0 +1,216 @@
+#include "first.h"
+
+/*
+ * The streamed part of a listing: a chunked MHD response whose content
+ * reader renders batches from lk_scan_next_cb() on the worker's loop
+ * thread. The reader never blocks and never parks (it is not on a
+ * fibril).
+ *
+ * When the next entry's statx is still in flight, the reader has nothing
+ * to give. libmicrohttpd 0.9.75 lets a content reader return 0 in
+ * external polling mode, but then calls it again on every MHD_run() of
+ * the daemon, i.e. on every event of the worker: a busy loop while the
+ * file system is slow (microhttpd.h: "0 is legal unless MHD is started
+ * in internal sockets polling mode (since this would cause
+ * busy-waiting)"). So before returning 0 the reader suspends the
+ * connection (allowed from a content reader, microhttpd.h on
+ * MHD_suspend_connection), and the scan's callback resumes it when the
+ * next batch is ready; MHD's inter-thread channel (MHD_ALLOW_SUSPEND_
+ * RESUME) makes the epoll fd readable, so the worker's loop runs MHD
+ * again. Other connections on the worker are served meanwhile.
+ *
+ * A connection waits at most request_timeout seconds for the file
+ * system; then its scan is cancelled and the response ends with an
+ * error (the client sees a truncated chunked body, never a wrong one).
+ */
+
+#include "daemon/listing_int.h"
+#include "daemon/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+struct lst_stream {
+	struct lst_run r;
+	struct fsd_worker *w;
+	struct MHD_Connection *conn;
+	struct MHD_Response *resp;
+	struct event *timer;
+	bool suspended;
+	bool unflushed;     /* the compressor holds input not yet flushed */
+	bool done, failed;
+	struct lst_stream *prev, *next;
+};
+
+/* This thread's streams (a worker thread owns its streams). */
+static __thread struct lst_stream *live;
+
+static void ready(void *arg)
+{
+	struct lst_stream *s = arg;
+
+
+	if (!s->suspended)
+		return;
+	s->suspended = false;
+	evtimer_del(s->timer);
+	MHD_resume_connection(s->conn);
+	/* libmicrohttpd 0.9.75 in external epoll mode has no inter-thread
+	 * channel in its epoll set here (MHD_resume_connection() writes
+	 * nothing), so a resume is only noticed at the next MHD_run():
+	 * make the worker run MHD now rather than at its next timer. */
+	for (size_t i = 0; i < s->w->nmhd; i++)
+		if (s->w->mhd_ev && s->w->mhd_ev[i])
+			event_active(s->w->mhd_ev[i], EV_READ, 0);
+}
+
+static void timed_out(evutil_socket_t fd, short what, void *arg)
+{
+	struct lst_stream *s = arg;
+
+	(void)fd;
+	(void)what;
+	fsd_log(LOG_WARNING, "listing of /%s: no progress within %us, cancelled",
+	        s->r.relpath, fsd.conf.request_timeout);
+	lk_scan_cancel(s->r.scan);    /* runs ready() */
+	ready(s);
+}
+
+static void finish(struct lst_stream *s)
+{
+	char etag[32];
+
+	if (lst_run_finish(&s->r) < 0) {
+		s->failed = true;
+		return;
+	}
+	lst_run_etag(&s->r, etag);
+	MHD_add_response_footer(s->resp, MHD_HTTP_HEADER_ETAG, etag);
+	s->unflushed = false;
+	s->done = true;
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct lst_stream *s = cls;
+	struct lst_buf *o = &s->r.out;
+	const struct lk_entry *ents;
+	size_t n;
+	int rc;
+
+	(void)pos;
+	for (;;) {
+		size_t have = o->len - o->off;
+		if (have) {
+			size_t k = have < max ? have : max;
+			memcpy(buf, o->p + o->off, k);
+			o->off += k;
+			if (o->off == o->len)
+				o->off = o->len = 0;
+			return (ssize_t)k;
+		}
+		if (s->done)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (s->failed)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		rc = lk_scan_next_cb(s->r.scan, &ents, &n, ready, s);
+		if (rc > 0) {
+			if (lst_run_feed(&s->r, ents, n) < 0 ||
+			    lst_run_pump(&s->r, Z_NO_FLUSH) < 0)
+				s->failed = true;
+			else
+				s->unflushed = s->r.p.gzip;
+			continue;
+		}
+		if (rc == 0) {
+			finish(s);
+			continue;
+		}
+		if (rc == -EAGAIN) {
+			/* Give the client what the compressor holds before we
+			 * wait on the file system. */
+			if (s->unflushed) {
+				s->unflushed = false;
+				if (lst_run_pump(&s->r, Z_SYNC_FLUSH) < 0)
+					s->failed = true;
+				continue;
+			}
+			MHD_suspend_connection(s->conn);
+			s->suspended = true;
+			struct timeval tv = { (time_t)fsd.conf.request_timeout, 0 };
+			evtimer_add(s->timer, &tv);
+			return 0;
+		}
+		if (rc != -ECANCELED)
+			fsd_log_fs(LOG_ERR, "listing", s->r.relpath, rc);
+		s->failed = true;
+	}
+}
+
+static void stream_free(void *cls)
+{
+	struct lst_stream *s = cls;
+
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		live = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	if (s->timer)
+		event_free(s->timer);
+	lst_run_free(&s->r);
+	s->w->listings--;
+	free(s);
+}
+
+struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
+{
+	struct lst_stream *s = calloc(1, sizeof *s);
+	struct MHD_Response *resp = NULL;
+
+	if (s)
+		s->timer = evtimer_new(rq->w->base, timed_out, s);
+	if (s && s->timer)
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
+		                                         reader, s, stream_free);
+	if (!resp) {
+		if (s && s->timer)
+			event_free(s->timer);
+		free(s);
+		lst_run_free(r);
+		rq->w->listings--;
+		return NULL;
+	}
+	/* From here on stream_free() releases everything. */
+	s->r = *r;
+	memset(r, 0, sizeof *r);
+	s->w = rq->w;
+	s->conn = rq->conn;
+	s->resp = resp;
+	s->next = live;
+	if (live)
+		live->prev = s;
+	live = s;
+	lst_run_headers(&s->r, resp);
+	if (s->r.p.gzip)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	/* The validator of a streamed listing is known only at its end: it
+	 * follows the body as a trailer field (RFC 9110 6.5), announced
+	 * here. Recipients may ignore trailers (browsers do); a client that
+	 * keeps it and sends it back in If-None-Match gets 304. */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_TRAILER, MHD_HTTP_HEADER_ETAG);
+	return resp;
+}
+
+void lst_stream_cancel_all(struct fsd_worker *w)
+{
+	for (struct lst_stream *s = live; s; s = s->next)
+		if (s->w == w) {
+			lk_scan_cancel(s->r.scan);
+			ready(s);
+		}
+}
