@@ -559,8 +559,10 @@ START_TEST(html_100k_rows)
 		ck_assert_int_eq(proto_listing_entry(&l, &b, &e), 0);
 	}
 	ck_assert_int_eq(proto_listing_end(&l, &b, NULL, 0), 0);
-	for (const char *p = b.data; (p = memmem(p, b.len - (size_t)(p - b.data), "<tr><td>", 8)); p++)
-		rows++;
+	/* by hand: ASan's memmem checks the whole haystack on every call */
+	for (size_t i = 0; i + 8 <= b.len; i++)
+		if (b.data[i] == '<' && !memcmp(b.data + i, "<tr><td>", 8))
+			rows++;
 	ck_assert_uint_eq(rows, 100001);          /* with the parent row */
 	/* compact enough to stream: < 160 bytes per row */
 	ck_assert_uint_lt(b.len, 100000 * 160);

@@ -14,6 +14,8 @@
 		int failed;                                              \
 		for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) \
 			tcase_add_test(tc, tests[i]);                    \
+		/* sanitizer builds on a loaded machine are slow */       \
+		tcase_set_timeout(tc, 120);                              \
 		suite_add_tcase(s, tc);                                  \
 		sr = srunner_create(s);                                  \
 		srunner_run_all(sr, CK_NORMAL);                          \
