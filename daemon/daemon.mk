@@ -32,12 +32,3 @@ fileserverd_SOURCES += \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \
 	daemon/listing_etag.c
-
-# --- listing (LISTING) ---
-fileserverd_SOURCES += \
-	daemon/listing_int.h \
-	daemon/listing_params.c \
-	daemon/listing_render.c \
-	daemon/listing_stream.c \
-	daemon/listing_gzip.c \
-	daemon/listing_etag.c
