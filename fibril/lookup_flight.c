@@ -152,7 +152,8 @@ static int slot_issue(struct lk__flight *f, struct lk__slot *s)
 			name = ".";
 		a[0] = (unsigned long)f->dirfd;
 		a[1] = (unsigned long)name;
-		a[2] = AT_SYMLINK_NOFOLLOW;
+		a[2] = AT_SYMLINK_NOFOLLOW |
+			((f->flags & LK_SCAN_LOOKUP_ATTRS) ? AT_STATX_DONT_SYNC : 0);
 		a[3] = LK__STX_MASK;
 		a[4] = (unsigned long)&s->stx;
 		call = ASYNC_STATX;
@@ -409,6 +410,12 @@ static int getdents_issue(struct lk__flight *f)
 
 /* ---- driving ---- */
 
+/* In-flight calls stay within the window, but they may run this many
+ * windows ahead of the reader: completions come back out of order, and a
+ * slow entry at the reader's position must not drain the window (on
+ * slowfs, 2,000 entries: ~265 ms with a look-ahead of one window). */
+#define LOOKAHEAD 4
+
 static bool stat_in_dir_order(const struct lk__flight *f)
 {
 	return f->streaming || f->need_stat_all;
@@ -423,7 +430,7 @@ void lk__flight_pump(struct lk__flight *f)
 		/* Streaming: names and stats only a window ahead of the reader. */
 		size_t horizon = SIZE_MAX;
 		if (f->streaming)
-			horizon = c ? c->pos + f->cap : 0;
+			horizon = c ? c->pos + LOOKAHEAD * f->cap : 0;
 		if (!f->eof && !f->gpending &&
 		    (!f->streaming || f->nrec < horizon))
 			if (getdents_issue(f) == 0)
@@ -452,7 +459,8 @@ void lk__flight_pump(struct lk__flight *f)
 					continue;
 				size_t left = c->o.limit ? c->o.limit - c->delivered
 					: SIZE_MAX;
-				size_t lim = c->pos + (left < c->window ? left : c->window);
+				size_t ahead = LOOKAHEAD * (size_t)c->window;
+				size_t lim = c->pos + (left < ahead ? left : ahead);
 				if (lim > f->norder)
 					lim = f->norder;
 				size_t i = c->hint > c->pos ? c->hint : c->pos;
@@ -546,7 +554,7 @@ static bool local_fs(int fd)
 }
 
 #define KEY_FLAGS (LK_SCAN_DESC | LK_SCAN_DIRS_FIRST | LK_SCAN_DOTFILES | \
-		   LK_SCAN_DOTDOT | LK_SCAN_NO_LINKS)
+		   LK_SCAN_DOTDOT | LK_SCAN_NO_LINKS | LK_SCAN_LOOKUP_ATTRS)
 
 static void consumer_link(struct lk__flight *f, struct lk_scan *s)
 {

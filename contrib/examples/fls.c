@@ -5,8 +5,10 @@
  * size, mtime, name, "-> target"; sorted by name. Not shown: the ACL /
  * SELinux marker after the mode (that needs one more xattr call per file).
  *
- * Usage: fls [-a] [-w WINDOW] [-t THREADS] [DIR]
+ * Usage: fls [-a] [-L] [-w WINDOW] [-t THREADS] [DIR]
  *   -a  also list dotfiles, "." and ".." (ls -la)
+ *   -L  LK_SCAN_LOOKUP_ATTRS: the attributes the name lookup brought back
+ *       (one FUSE round trip per entry instead of two; see lookup.h)
  *   -w  statx calls in flight (default 256)
  *   -t  io-wq workers for the ring (default: the window, at most 256):
  *       on slow metadata the worker limit decides everything (DESIGN.md)
@@ -106,15 +108,16 @@ static void quiet(int level, const char *msg, void *arg)
 
 int main(int argc, char **argv)
 {
-	int all = 0, opt;
+	int all = 0, lookup_attrs = 0, opt;
 	unsigned window = 256, workers = 0;
-	while ((opt = getopt(argc, argv, "aw:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "aLw:t:")) != -1) {
 		switch (opt) {
 		case 'a': all = 1; break;
+		case 'L': lookup_attrs = 1; break;
 		case 'w': window = (unsigned)atoi(optarg); break;
 		case 't': workers = (unsigned)atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: fls [-a] [-w WINDOW] [-t THREADS] [DIR]\n");
+			fprintf(stderr, "usage: fls [-a] [-L] [-w WINDOW] [-t THREADS] [DIR]\n");
 			return 2;
 		}
 	}
@@ -139,7 +142,8 @@ int main(int argc, char **argv)
 	struct lk_scan_opts so = {
 		.sort = LK_SORT_NAME,
 		.window = window,
-		.flags = all ? LK_SCAN_DOTFILES | LK_SCAN_DOTDOT : 0,
+		.flags = (all ? LK_SCAN_DOTFILES | LK_SCAN_DOTDOT : 0) |
+			(lookup_attrs ? LK_SCAN_LOOKUP_ATTRS : 0),
 	};
 	lk_scan_t *s;
 	rc = lk_scan_open(root, "", &so, &s);

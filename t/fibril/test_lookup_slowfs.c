@@ -199,6 +199,37 @@ START_TEST(parallel_and_not_blocking)
 }
 END_TEST
 
+/* ---- LK_SCAN_LOOKUP_ATTRS: one round trip per entry, not two ---- */
+static void count_scan(void *arg)
+{
+	struct lk_scan_opts o = { .sort = LK_SORT_NAME, .flags = *(unsigned *)arg };
+	lk_scan_t *s;
+	ck_assert_int_eq(lk_scan_open(root, "", &o, &s), 0);
+	const struct lk_entry *e;
+	size_t n;
+	while (lk_scan_next(s, &e, &n) == 1)
+		;
+	lk_scan_close(s);
+}
+
+START_TEST(lookup_attrs_saves_getattr)
+{
+	open_root();
+	unsigned flags = 0;
+	unsigned long g0 = slowfs_stat("getattr");
+	tl_run_fibril(count_scan, &flags);
+	unsigned long g1 = slowfs_stat("getattr");
+	flags = LK_SCAN_LOOKUP_ATTRS;
+	unsigned long l1 = slowfs_stat("lookup");
+	tl_run_fibril(count_scan, &flags);
+	unsigned long g2 = slowfs_stat("getattr"), l2 = slowfs_stat("lookup");
+	ck_assert_uint_ge(g1 - g0, 201);     /* a getattr per entry */
+	ck_assert_uint_ge(l2 - l1, 201);     /* still a lookup per entry */
+	ck_assert_uint_lt(g2 - g1, 20);      /* but no getattr */
+	close_root();
+}
+END_TEST
+
 /* ---- cancelling opens and scans frees everything ---- */
 struct cx { lk_group_t *g; int open_rc, scan_rc; };
 
@@ -277,6 +308,7 @@ int main(void)
 	tcase_add_test(tc, eio_fails_alone);
 	tcase_add_test(tc, parallel_and_not_blocking);
 	tcase_add_test(tc, cancel_frees);
+	tcase_add_test(tc, lookup_attrs_saves_getattr);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
