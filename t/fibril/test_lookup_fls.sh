@@ -4,9 +4,12 @@ set -u
 fls="$top_builddir/contrib/examples/fls"
 [ -x "$fls" ] || { echo "no $fls"; exit 77; }
 command -v ls >/dev/null || exit 77
-d=$(mktemp -d "${TMPDIR:-/tmp}/flstest.XXXXXX") || exit 1
-trap 'rm -rf "$d"' EXIT INT TERM
-mkdir "$d/sub" "$d/sub2"
+# A private parent: `ls -la` shows "..", whose link count must not move
+# while other tests create directories next to ours.
+top=$(mktemp -d "${TMPDIR:-/tmp}/flstest.XXXXXX") || exit 1
+trap 'rm -rf "$top"' EXIT INT TERM
+d=$top/d
+mkdir "$d" "$d/sub" "$d/sub2"
 printf 'hello\n' > "$d/file"
 head -c 123456 /dev/zero > "$d/big"
 : > "$d/empty"
@@ -22,13 +25,12 @@ i=0; while [ $i -lt 300 ]; do : > "$d/n$i"; i=$((i+1)); done
 chown 12345:54321 "$d/n7" 2>/dev/null
 fail=0
 for flags in "" "-a"; do
-	LC_ALL=C ls -l $flags "$d" > "$d.want" 2>&1
-	"$fls" $flags "$d" > "$d.got" 2>&1
-	if ! cmp -s "$d.want" "$d.got"; then
+	LC_ALL=C ls -l $flags "$d" > "$top/want" 2>&1
+	"$fls" $flags "$d" > "$top/got" 2>&1
+	if ! cmp -s "$top/want" "$top/got"; then
 		echo "fls $flags differs from ls -l $flags:"
-		diff "$d.want" "$d.got" | head -20
+		diff "$top/want" "$top/got" | head -20
 		fail=1
 	fi
 done
-rm -f "$d.want" "$d.got"
 exit $fail
