@@ -28,7 +28,6 @@ EXTRA_DIST += t/daemon/lib.sh
 fileserverd_SOURCES += \
 	daemon/listing_int.h \
 	daemon/listing_params.c \
-	daemon/listing_render.c \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \
 	daemon/listing_etag.c

@@ -25,6 +25,7 @@
 #include "daemon/listing.h"
 #include "daemon/listing_int.h"
 #include "daemon/log.h"
+#include "proto/etag.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,25 +42,53 @@
  * sending it from memory. */
 #define LST_INM_BYTES (8u << 20)
 
+static enum proto_ftype ftype(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return PROTO_FT_REG;
+	case S_IFDIR: return PROTO_FT_DIR;
+	case S_IFLNK: return PROTO_FT_LNK;
+	case S_IFCHR: return PROTO_FT_CHR;
+	case S_IFBLK: return PROTO_FT_BLK;
+	case S_IFIFO: return PROTO_FT_FIFO;
+	case S_IFSOCK: return PROTO_FT_SOCK;
+	}
+	return PROTO_FT_UNKNOWN;
+}
+
 int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n)
 {
-	struct lst_buf *b = r->p.gzip ? &r->raw : &r->out;
+	struct proto_buf *b = r->p.gzip ? &r->raw : &r->out;
 
 	for (size_t i = 0; i < n; i++) {
-		if (r->p.limit && r->count == r->p.limit) {
+		if (r->p.q.limit && r->count == r->p.q.limit) {
 			r->more = true;   /* the extra entry asked for: not shown */
 			break;
 		}
 		lst_etag_entry(&r->tag, &e[i]);
-		if (e[i].err && e[i].err != -ENOENT) {
+		if (e[i].err) {
+			/* Logged, never shown: the entry is listed as "unknown". */
 			char path[4096 + 256];
 			snprintf(path, sizeof path, "%s/%s", r->relpath, e[i].name);
 			fsd_log_fs(LOG_WARNING, "listing stat", path, e[i].err);
 		}
-		if (r->render && lst_render_entry(b, &r->p, &e[i], r->count) < 0)
-			return -ENOMEM;
+		if (r->render) {
+			struct proto_entry pe = {
+				.name = e[i].name,
+				.namelen = e[i].namelen,
+				.type = e[i].err ? PROTO_FT_UNKNOWN : ftype(e[i].stx.stx_mode),
+				.size = e[i].stx.stx_size,
+				.mtime_sec = e[i].stx.stx_mtime.tv_sec,
+				.mtime_nsec = e[i].stx.stx_mtime.tv_nsec,
+				.mode = e[i].stx.stx_mode,
+				.target = e[i].link,
+				.targetlen = e[i].link ? strlen(e[i].link) : 0,
+			};
+			if (proto_listing_entry(&r->l, b, &pe) < 0)
+				return -ENOMEM;
+		}
 		r->count++;
-		if (r->p.limit && r->count == r->p.limit) {
+		if (r->p.q.limit && r->count == r->p.q.limit) {
 			free(r->cursor);
 			r->cursor = strdup(e[i].name);
 			if (!r->cursor)
@@ -73,40 +102,28 @@ int lst_run_pump(struct lst_run *r, int flush)
 {
 	if (!r->p.gzip)
 		return 0;
-	if (r->raw.len == r->raw.off && flush == Z_NO_FLUSH)
+	if (!r->raw.len && flush == Z_NO_FLUSH)
 		return 0;
 	return lst_gz_run(&r->gz, &r->raw, &r->out, flush);
 }
 
-static bool has_next(const struct lst_run *r)
+bool lst_run_has_next(const struct lst_run *r)
 {
 	/* A cursor only exists in name order (lk: LK_SORT_NAME without
 	 * dirs first). */
-	return r->more && r->cursor && r->p.sort == LST_NAME && !r->p.dirs_first;
-}
-
-int lst_run_next_url(const struct lst_run *r, struct lst_buf *b)
-{
-	if (!has_next(r))
-		return 0;
-	return lst_put_pct(b, r->urlpath, strlen(r->urlpath), true) ||
-	       LST_PUTS(b, "?") ||
-	       lst_params_url(b, &r->p, r->p.sort, r->p.desc, true, r->cursor, false)
-	       ? -ENOMEM : 0;
+	return r->more && r->cursor && r->p.sort == PROTO_SORT_NAME &&
+	       !r->p.q.dirs_first;
 }
 
 int lst_run_finish(struct lst_run *r)
 {
-	struct lst_buf next = { 0 };
-	struct lst_buf *b = r->p.gzip ? &r->raw : &r->out;
-	int rc = lst_run_next_url(r, &next);
+	struct proto_buf *b = r->p.gzip ? &r->raw : &r->out;
+	bool next = lst_run_has_next(r);
 
-	if (!rc)
-		rc = lst_render_tail(b, &r->p, r->count, next.len ? next.p : NULL, next.len);
-	lst_buf_free(&next);
-	if (!rc)
-		rc = lst_run_pump(r, Z_FINISH);
-	return rc < 0 ? -ENOMEM : 0;
+	if (proto_listing_end(&r->l, b, next ? r->cursor : NULL,
+	                      next ? strlen(r->cursor) : 0) < 0)
+		return -ENOMEM;
+	return lst_run_pump(r, Z_FINISH) < 0 ? -ENOMEM : 0;
 }
 
 void lst_run_etag(const struct lst_run *r, char *out)
@@ -117,7 +134,7 @@ void lst_run_etag(const struct lst_run *r, char *out)
 void lst_run_headers(const struct lst_run *r, struct MHD_Response *resp)
 {
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-	                        lst_content_type(r->p.fmt));
+	                        proto_listing_content_type(r->p.fmt));
 	/* The format may come from Accept, the coding from Accept-Encoding. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY,
 	                        r->p.fmt_given ? "Accept-Encoding" : "Accept, Accept-Encoding");
@@ -125,9 +142,6 @@ void lst_run_headers(const struct lst_run *r, struct MHD_Response *resp)
 	 * caches revalidate every time (the ETag makes that cheap). */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	if (r->p.fmt == LST_HTML)
-		MHD_add_response_header(resp, "Content-Security-Policy",
-		                        "default-src 'none'; style-src 'unsafe-inline'");
 }
 
 void lst_run_free(struct lst_run *r)
@@ -135,8 +149,8 @@ void lst_run_free(struct lst_run *r)
 	if (r->scan)
 		lk_scan_close(r->scan);
 	lst_gz_end(&r->gz);
-	lst_buf_free(&r->raw);
-	lst_buf_free(&r->out);
+	proto_buf_free(&r->raw);
+	proto_buf_free(&r->out);
 	lst_params_free(&r->p);
 	free(r->cursor);
 	free(r->urlpath);
@@ -147,26 +161,27 @@ void lst_run_free(struct lst_run *r)
 static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
                      struct fsd_req *rq, const struct lk_file *dir)
 {
-	static const enum lk_sort sorts[] = { LK_SORT_NAME, LK_SORT_SIZE,
-	                                      LK_SORT_MTIME, LK_SORT_NONE };
 	struct lk_scan_opts o = {
-		.sort = sorts[r->p.sort],
+		.sort = r->p.sort == PROTO_SORT_SIZE ? LK_SORT_SIZE
+		      : r->p.sort == PROTO_SORT_MTIME ? LK_SORT_MTIME
+		      : r->p.sort == PROTO_SORT_NONE ? LK_SORT_NONE : LK_SORT_NAME,
 		.window = cfg->window,
-		.after = r->p.after,
+		.after = r->p.q.after,
 		/* One more than shown: whether a next page exists. */
-		.limit = r->p.limit ? r->p.limit + 1 : 0,
+		.limit = r->p.q.limit ? r->p.q.limit + 1 : 0,
 		.group = rq->group,
 		.dir = dir,
 	};
 
 	if (cfg->dotfiles)
 		o.flags |= LK_SCAN_DOTFILES;
-	if (r->p.dirs_first)
+	if (r->p.q.dirs_first)
 		o.flags |= LK_SCAN_DIRS_FIRST;
-	/* The engine orders names A-Z and sizes/times largest/newest first;
+	/* order=asc is A-Z, smallest, oldest first. The engine orders
+	 * sizes and times largest/newest first (ls -S, ls -t), names A-Z;
 	 * LK_SCAN_DESC reverses that. */
-	if (r->p.sort == LST_NAME ? r->p.desc
-	    : (r->p.sort != LST_NONE && !r->p.desc))
+	if (r->p.sort == PROTO_SORT_NAME ? r->p.q.desc
+	    : (r->p.sort != PROTO_SORT_NONE && !r->p.q.desc))
 		o.flags |= LK_SCAN_DESC;
 	return lk_scan_open(fsd.lkroot, r->relpath, &o, &r->scan);
 }
@@ -179,7 +194,7 @@ static void respond_whole(struct fsd_req *rq, struct lst_run *r, const char *inm
 	unsigned status = MHD_HTTP_OK;
 
 	lst_run_etag(r, etag);
-	if (inm && lst_etag_match(inm, etag)) {
+	if (inm && proto_etag_match(inm, strlen(inm), etag, true) == 1) {
 		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 		status = MHD_HTTP_NOT_MODIFIED;
 	} else {
@@ -187,10 +202,10 @@ static void respond_whole(struct fsd_req *rq, struct lst_run *r, const char *inm
 			fsd_req_error(rq, 500);
 			return;
 		}
-		resp = MHD_create_response_from_buffer(r->out.len, r->out.p,
+		resp = MHD_create_response_from_buffer(r->out.len, r->out.data,
 		                                       MHD_RESPMEM_MUST_FREE);
 		if (resp)
-			r->out.p = NULL;        /* MHD frees it */
+			r->out.data = NULL;     /* MHD frees it */
 	}
 	if (!resp) {
 		fsd_req_error(rq, 500);
@@ -199,15 +214,15 @@ static void respond_whole(struct fsd_req *rq, struct lst_run *r, const char *inm
 	lst_run_headers(r, resp);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
 	if (status == MHD_HTTP_OK) {
-		struct lst_buf link = { 0 };
+		struct proto_buf link = { 0 };
 		if (r->p.gzip)
 			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 		/* RFC 8288: Link: <next>; rel="next" */
-		if (LST_PUTS(&link, "<") == 0 && lst_run_next_url(r, &link) == 0 &&
-		    link.len > 1 && LST_PUTS(&link, ">; rel=\"next\"") == 0 &&
-		    lst_put(&link, "", 1) == 0)
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_LINK, link.p);
-		lst_buf_free(&link);
+		if (lst_run_has_next(r) && proto_buf_puts(&link, "<") == 0 &&
+		    proto_listing_next_url(&r->l, &link, r->cursor, strlen(r->cursor)) == 0 &&
+		    proto_buf_append(&link, ">; rel=\"next\"", 14) == 0)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_LINK, link.data);
+		proto_buf_free(&link);
 	}
 	fsd_req_respond(rq, status, resp, status == MHD_HTTP_OK ? r->out.len : 0);
 }
@@ -248,14 +263,21 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		fsd_req_error(rq, 500);
 		return 0;
 	}
-	r.p.urlpath = r.urlpath;
+	r.l = (struct proto_listing){
+		.format = r.p.fmt,
+		.path = r.urlpath,
+		.pathlen = strlen(r.urlpath),
+		.sort = r.p.sort,
+		.desc = r.p.q.desc,
+		.limit = r.p.q.limit,
+	};
 	rq->w->listings++;
-	lst_etag_init(&r.tag, &r.p);
+	lst_etag_init(&r.tag, &r.p, r.urlpath);
 	rc = scan_open(&r, cfg, rq, dir);
 	close(dir->fd);
 	if (rc < 0)
 		goto fail;
-	if (lst_render_head(r.p.gzip ? &r.raw : &r.out, &r.p) < 0) {
+	if (proto_listing_begin(&r.l, r.p.gzip ? &r.raw : &r.out) < 0) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -268,14 +290,14 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 			goto fail;
 		}
 		size_t have = r.raw.len + r.out.len;
-		if (!inm && !r.p.limit && have >= LST_FIRST_BYTES) {
+		if (!inm && !r.p.q.limit && have >= LST_FIRST_BYTES) {
 			stream = true;          /* the rest follows from the loop */
 			break;
 		}
 		if (inm && r.render && have >= LST_INM_BYTES) {
 			r.render = false;       /* hash the rest only */
-			lst_buf_free(&r.raw);
-			lst_buf_free(&r.out);
+			proto_buf_free(&r.raw);
+			proto_buf_free(&r.out);
 		}
 	}
 	if (rc < 0)
@@ -290,7 +312,7 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		/* If-None-Match on a listing too large to hold. */
 		char etag[32];
 		lst_run_etag(&r, etag);
-		if (lst_etag_match(inm, etag)) {
+		if (proto_etag_match(inm, strlen(inm), etag, true) == 1) {
 			respond_whole(rq, &r, inm);
 			rq->w->listings--;
 			lst_run_free(&r);
@@ -302,7 +324,7 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		r.render = true;
 		r.count = 0;
 		r.more = false;
-		lst_etag_init(&r.tag, &r.p);
+		lst_etag_init(&r.tag, &r.p, r.urlpath);
 		if (r.p.gzip) {
 			lst_gz_end(&r.gz);
 			if (lst_gz_init(&r.gz) < 0) {
@@ -313,7 +335,7 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		rc = scan_open(&r, cfg, rq, NULL);
 		if (rc < 0)
 			goto fail;
-		if (lst_render_head(r.p.gzip ? &r.raw : &r.out, &r.p) < 0) {
+		if (proto_listing_begin(&r.l, r.p.gzip ? &r.raw : &r.out) < 0) {
 			rc = -ENOMEM;
 			goto fail;
 		}

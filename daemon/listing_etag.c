@@ -31,19 +31,20 @@ static void mix(struct lst_etag *t, const void *p, size_t n)
 	t->adler = (uint32_t)adler32(t->adler, p, (uInt)n);
 }
 
-void lst_etag_init(struct lst_etag *t, const struct lst_params *p)
+void lst_etag_init(struct lst_etag *t, const struct lst_params *p,
+                   const char *urlpath)
 {
-	uint32_t hdr[8] = { LST_RENDER_VERSION, p->fmt, p->sort, p->desc,
-	                    p->dirs_first, (uint32_t)p->limit,
-	                    (uint32_t)((uint64_t)p->limit >> 32), 0 };
+	uint32_t hdr[8] = { LST_RENDER_VERSION, p->fmt, p->sort, p->q.desc,
+	                    p->q.dirs_first, (uint32_t)p->q.limit,
+	                    (uint32_t)((uint64_t)p->q.limit >> 32), 0 };
 
 	t->crc = (uint32_t)crc32(0, NULL, 0);
 	t->adler = (uint32_t)adler32(0, NULL, 0);
 	t->n = 0;
 	mix(t, hdr, sizeof hdr);
-	mix(t, p->urlpath, strlen(p->urlpath) + 1);
-	if (p->after)
-		mix(t, p->after, strlen(p->after) + 1);
+	mix(t, urlpath, strlen(urlpath) + 1);
+	if (p->q.after)
+		mix(t, p->q.after, p->q.afterlen + 1);
 }
 
 void lst_etag_entry(struct lst_etag *t, const struct lk_entry *e)
@@ -73,40 +74,4 @@ void lst_etag_final(const struct lst_etag *t, bool more, char *out)
 {
 	snprintf(out, 32, "W/\"%08x%08x%c\"", (unsigned)t->crc,
 	         (unsigned)t->adler, more ? 'n' : 'e');
-}
-
-/* The opaque-tag part of an entity-tag (without W/), or NULL. */
-static const char *opaque(const char *s, size_t *len)
-{
-	if (s[0] == 'W' && s[1] == '/')
-		s += 2;
-	if (*s != '"')
-		return NULL;
-	const char *e = strchr(s + 1, '"');
-	if (!e)
-		return NULL;
-	*len = (size_t)(e - s) + 1;
-	return s;
-}
-
-bool lst_etag_match(const char *inm, const char *etag)
-{
-	size_t tl, l;
-	const char *tag = opaque(etag, &tl);
-
-	if (!inm || !tag)
-		return false;
-	for (const char *s = inm; *s;) {
-		while (*s == ' ' || *s == '\t' || *s == ',')
-			s++;
-		if (*s == '*')
-			return true;
-		const char *o = opaque(s, &l);
-		if (!o)
-			return false;   /* malformed: not a match (RFC 9110 13.1.2) */
-		if (l == tl && !memcmp(o, tag, l))
-			return true;
-		s = o + l;
-	}
-	return false;
 }

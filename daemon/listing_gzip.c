@@ -24,20 +24,20 @@ int lst_gz_init(struct lst_gz *g)
 	return 0;
 }
 
-int lst_gz_run(struct lst_gz *g, struct lst_buf *in, struct lst_buf *out,
+int lst_gz_run(struct lst_gz *g, struct proto_buf *in, struct proto_buf *out,
                int flush)
 {
 	z_stream *z = &g->z;
 	int zr;
 
-	z->next_in = (Bytef *)in->p + in->off;
-	z->avail_in = (uInt)(in->len - in->off);
+	z->next_in = (Bytef *)in->data;
+	z->avail_in = (uInt)in->len;
 	for (;;) {
 		/* Room for everything at once in the common case. */
 		size_t want = deflateBound(z, z->avail_in) + 64;
-		if (out->cap - out->len < want && lst_buf_grow(out, want) < 0)
+		if (out->cap - out->len < want && proto_buf_reserve(out, want) < 0)
 			return -ENOMEM;
-		z->next_out = (Bytef *)out->p + out->len;
+		z->next_out = (Bytef *)out->data + out->len;
 		z->avail_out = (uInt)(out->cap - out->len);
 		zr = deflate(z, flush);
 		out->len = out->cap - z->avail_out;
@@ -47,7 +47,7 @@ int lst_gz_run(struct lst_gz *g, struct lst_buf *in, struct lst_buf *out,
 		                      : (z->avail_in == 0 && z->avail_out > 0))
 			break;
 	}
-	in->len = in->off = 0;
+	in->len = 0;
 	return 0;
 }
 

@@ -6,7 +6,8 @@
  *                     or streamed response.
  *   listing_stream.c  the streamed response: MHD content reader fed by
  *                     lk_scan_next_cb(), suspend/resume around waits.
- *   listing_render.c  HTML / JSON / NDJSON rows into a byte buffer.
+ *   listing_params.c  the query, Accept and Accept-Encoding.
+ * Rows are rendered by proto/listing.h.
  *   listing_gzip.c    streaming gzip (zlib).
  *   listing_etag.c    the listing validator.
  *
@@ -25,76 +26,30 @@
 #include <fibril/lookup.h>
 
 #include "daemon/daemon.h"
+#include "proto/buf.h"
+#include "proto/listing.h"
+#include "proto/url.h"
 
-/* ---- a growable byte buffer with a read offset ---- */
-struct lst_buf {
-	char *p;
-	size_t len, cap;
-	size_t off;        /* bytes already handed out (streaming) */
-};
-
-int lst_buf_grow(struct lst_buf *b, size_t extra);
-static inline int lst_put(struct lst_buf *b, const void *s, size_t n)
-{
-	if (b->len + n > b->cap && lst_buf_grow(b, n) < 0)
-		return -1;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	return 0;
-}
-#define LST_PUTS(b, lit) lst_put((b), (lit), sizeof(lit) - 1)
-/* Drops what was handed out, keeping the rest at the front. */
-void lst_buf_compact(struct lst_buf *b);
-void lst_buf_free(struct lst_buf *b);
-
-/* ---- request parameters ---- */
-enum lst_fmt { LST_HTML = 0, LST_JSON, LST_NDJSON };
-enum lst_sort { LST_NAME = 0, LST_SIZE, LST_MTIME, LST_NONE };
+/* ---- request parameters (listing_params.c) ---- */
 
 /* Pages are computed whole before the headers (the Link header needs
  * the next cursor); a larger limit is clamped to this. */
 #define LST_MAX_LIMIT 100000u
 
 struct lst_params {
-	enum lst_fmt fmt;
-	enum lst_sort sort;
-	bool desc;            /* as the client sees it: order=desc */
-	bool dirs_first;
-	bool fmt_given;       /* ?format= (else negotiated: Vary: Accept) */
-	bool sort_given, order_given, dirs_given;
-	size_t limit;         /* 0: everything */
-	char *after;          /* decoded cursor (malloc), or NULL */
+	struct proto_listq q;     /* as parsed; q.after points into qbuf */
+	char *qbuf;
+	enum proto_list_format fmt;  /* effective (never DEFAULT) */
+	enum proto_list_sort sort;   /* effective (never DEFAULT) */
+	bool fmt_given;           /* ?format= (else negotiated: Vary: Accept) */
 	bool gzip;
-	const char *urlpath;  /* decoded, ends in '/' (borrowed from the caller
-	                         in the fibril, copied for a stream) */
 };
 
 /* Parses the query of @uri into @p (defaults from @cfg) and negotiates
- * format and gzip from @h. Returns 0 or an HTTP status (400). */
+ * format and gzip from @h. Returns 0 or an HTTP status (400, 500). */
 int lst_params_parse(struct lst_params *p, const char *uri,
                      const struct fsd_hdrs *h, const struct conf_listing *cfg);
 void lst_params_free(struct lst_params *p);
-
-/* Appends to @b a query (without '?') that reproduces @p with the
- * sort/order of @sort/@desc; with @with_page also limit= and, when
- * @after is non-NULL, the cursor. Values are percent-encoded; @html
- * separates with "&amp;" instead of "&". */
-int lst_params_url(struct lst_buf *b, const struct lst_params *p,
-                   enum lst_sort sort, bool desc, bool with_page,
-                   const char *after, bool html);
-
-/* ---- rendering (listing_render.c) ---- */
-int lst_render_head(struct lst_buf *b, const struct lst_params *p);
-/* @i: the entry's index in this response (0 for the first). */
-int lst_render_entry(struct lst_buf *b, const struct lst_params *p,
-                     const struct lk_entry *e, size_t i);
-/* @count: entries rendered; @next: the URL of the next page, or NULL
- * (last page / no paging). */
-int lst_render_tail(struct lst_buf *b, const struct lst_params *p,
-                    size_t count, const char *next, size_t nextlen);
-const char *lst_content_type(enum lst_fmt f);
-/* Percent-encodes @n bytes of @s (an href or query value). */
-int lst_put_pct(struct lst_buf *b, const char *s, size_t n, bool keep_slash);
 
 /* ---- gzip (listing_gzip.c) ---- */
 struct lst_gz {
@@ -102,9 +57,9 @@ struct lst_gz {
 	bool live;
 };
 int lst_gz_init(struct lst_gz *g);
-/* Compresses all of @in (from in->off) into @out; @flush is Z_NO_FLUSH,
- * Z_SYNC_FLUSH or Z_FINISH. Consumes @in. 0 or -ENOMEM/-EIO. */
-int lst_gz_run(struct lst_gz *g, struct lst_buf *in, struct lst_buf *out,
+/* Compresses all of @in into @out; @flush is Z_NO_FLUSH, Z_SYNC_FLUSH
+ * or Z_FINISH. Empties @in. 0 or -ENOMEM/-EIO. */
+int lst_gz_run(struct lst_gz *g, struct proto_buf *in, struct proto_buf *out,
                int flush);
 void lst_gz_end(struct lst_gz *g);
 
@@ -113,21 +68,22 @@ struct lst_etag {
 	uint32_t crc, adler;
 	uint64_t n;
 };
-void lst_etag_init(struct lst_etag *t, const struct lst_params *p);
+void lst_etag_init(struct lst_etag *t, const struct lst_params *p,
+                   const char *urlpath);
 void lst_etag_entry(struct lst_etag *t, const struct lk_entry *e);
 /* Writes W/"..." (NUL-terminated) into @out (>= 32 bytes). @more: the
  * page has a successor. */
 void lst_etag_final(const struct lst_etag *t, bool more, char *out);
-/* RFC 9110 13.1.2: weak comparison against an If-None-Match value. */
-bool lst_etag_match(const char *inm, const char *etag);
 
 /* ---- one listing being rendered (listing.c) ---- */
 struct lst_run {
-	struct lst_params p;      /* owns p.after; p.urlpath points at urlpath */
+	struct lst_params p;
+	struct proto_listing l;   /* the renderer; l.path is urlpath */
 	char *urlpath, *relpath;  /* owned copies (the stream outlives the request) */
 	lk_scan_t *scan;
-	struct lst_buf raw;       /* rendered, waiting for the compressor (gzip only) */
-	struct lst_buf out;       /* bytes for the wire */
+	struct proto_buf raw;     /* rendered, waiting for the compressor (gzip only) */
+	struct proto_buf out;     /* bytes for the wire */
+	size_t out_off;           /* of which sent (streaming) */
 	struct lst_gz gz;
 	struct lst_etag tag;
 	size_t count;             /* entries rendered */
@@ -142,8 +98,8 @@ int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n);
 int lst_run_finish(struct lst_run *r);
 /* Moves raw bytes through the compressor into out (no-op without gzip). */
 int lst_run_pump(struct lst_run *r, int flush);
-/* The next page's URL into @b, or nothing (returns 0) when there is none. */
-int lst_run_next_url(const struct lst_run *r, struct lst_buf *b);
+/* Whether the response ends with a cursor to a next page. */
+bool lst_run_has_next(const struct lst_run *r);
 void lst_run_etag(const struct lst_run *r, char *out);
 /* Headers common to 200 and 304 answers. */
 void lst_run_headers(const struct lst_run *r, struct MHD_Response *resp);

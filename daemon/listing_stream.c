@@ -96,20 +96,20 @@ static void finish(struct lst_stream *s)
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct lst_stream *s = cls;
-	struct lst_buf *o = &s->r.out;
+	struct proto_buf *o = &s->r.out;
 	const struct lk_entry *ents;
 	size_t n;
 	int rc;
 
 	(void)pos;
 	for (;;) {
-		size_t have = o->len - o->off;
+		size_t have = o->len - s->r.out_off;
 		if (have) {
 			size_t k = have < max ? have : max;
-			memcpy(buf, o->p + o->off, k);
-			o->off += k;
-			if (o->off == o->len)
-				o->off = o->len = 0;
+			memcpy(buf, o->data + s->r.out_off, k);
+			s->r.out_off += k;
+			if (s->r.out_off == o->len)
+				s->r.out_off = o->len = 0;
 			return (ssize_t)k;
 		}
 		if (s->done)
