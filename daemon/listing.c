@@ -361,3 +361,8 @@ fail:
 		fsd_log_fs_req(rq, "listing", relpath, rc);
 	return 0;
 }
+
+void fsd_listing_stop(struct fsd_worker *w)
+{
+	lst_stream_cancel_all(w);
+}

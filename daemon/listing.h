@@ -41,4 +41,15 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
                        const char *urlpath, const char *relpath,
                        const struct conf_listing *cfg);
 
+/*
+ * Streamed listings outlive fsd_listing_handle(): their connection is
+ * suspended by the content reader while the next entries are being
+ * stat'ed. fsd_listing_stop() cancels every listing of worker @w: each
+ * suspended connection is resumed and its response ends (truncated
+ * chunked body, connection closed). Call it on the worker's thread when
+ * the worker stops, before MHD_stop_daemon() (which must not meet a
+ * suspended connection). Idempotent.
+ */
+void fsd_listing_stop(struct fsd_worker *w);
+
 #endif
