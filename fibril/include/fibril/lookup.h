@@ -212,10 +212,12 @@ typedef struct lk_scan lk_scan_t;
  * (single flight) unless LK_SCAN_NO_SHARE or LK_SORT_NONE (a streaming
  * scan keeps only its window, so it cannot be shared).
  *
- * Memory: LK_SORT_NONE keeps about window * 300 bytes plus two getdents
- * buffers (64 KiB each). Sorted scans keep, per entry, a compact record
- * (LK_ENTRY_STATE_BYTES) plus the name and its NUL, plus window * 300
- * bytes per consumer.
+ * Memory: LK_SORT_NONE keeps a bounded amount whatever the directory
+ * size: records for at most 4 windows plus one 32 KiB getdents buffer's
+ * worth (RSS grew 0.75 MiB over a 1,000,000-entry scan). Sorted scans keep
+ * per entry LK_ENTRY_STATE_BYTES plus the name and its NUL (1,000,000
+ * entries with 17-byte names: 102 bytes/entry measured), plus
+ * window * 300 bytes per consumer for its batch.
  */
 FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
                             const struct lk_scan_opts *o, lk_scan_t **out);
