@@ -4,6 +4,7 @@
  * cancelling frees everything. Skips (77) when FUSE cannot be mounted. */
 #include "first.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -199,6 +200,53 @@ START_TEST(parallel_and_not_blocking)
 }
 END_TEST
 
+/* ---- callback-style opens from a foreign loop (no fibrils) ---- */
+struct ocb { int calls, res; long size; };
+
+static void ocb_done(void *arg, int res, const struct lk_file *f)
+{
+	struct ocb *o = arg;
+	o->calls++;
+	o->res = res;
+	if (res == 0) {
+		o->size = (long)f->stx.stx_size;
+		close(f->fd);
+	}
+}
+
+START_TEST(open_callback_and_cancel)
+{
+	open_root();
+	async_engine_t *e;
+	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
+	struct ocb a = { 0, 1, -1 }, b = { 0, 1, -1 };
+	struct lk_file f;
+	lk_op_t *opb = NULL;
+	/* Nothing is cached on slowfs: both go through the engine. */
+	ck_assert_int_eq(lk_open_start(root, "f001", O_RDONLY, NULL, &f,
+				       ocb_done, &a, NULL), 1);
+	ck_assert_int_eq(lk_open_start(root, "f002", O_RDONLY, NULL, &f,
+				       ocb_done, &b, &opb), 1);
+	ck_assert_int_eq(a.calls + b.calls, 0);
+	lk_op_cancel(opb);
+	while (a.calls == 0 || b.calls == 0) {
+		struct pollfd p = { async_engine_fd(e), POLLIN, 0 };
+		if (async_engine_process(e, 0) == 0)
+			poll(&p, 1, 100);
+	}
+	ck_assert_int_eq(a.calls, 1);
+	ck_assert_int_eq(a.res, 0);
+	ck_assert_int_eq(a.size, 0);
+	ck_assert_int_eq(b.calls, 1);
+	ck_assert_int_eq(b.res, -ECANCELED);
+	struct lk_stats st;
+	lk_stats(&st);
+	ck_assert_uint_eq(st.live_ops, 0);
+	async_engine_destroy(e);
+	close_root();
+}
+END_TEST
+
 /* ---- LK_SCAN_LOOKUP_ATTRS: one round trip per entry, not two ---- */
 static void count_scan(void *arg)
 {
@@ -309,6 +357,7 @@ int main(void)
 	tcase_add_test(tc, parallel_and_not_blocking);
 	tcase_add_test(tc, cancel_frees);
 	tcase_add_test(tc, lookup_attrs_saves_getattr);
+	tcase_add_test(tc, open_callback_and_cancel);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
