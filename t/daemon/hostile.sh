@@ -9,7 +9,7 @@ printf 'hello\n' > "$D/hello.txt"
 printf 'inner\n' > "$D/dir/x"
 
 # expect NAME STATUS REQUEST [close]: status of the first response; with
-# "close", the server must have closed the connection after it.
+# "close", the server must send Connection: close and close.
 expect() {
 	local out st
 	out=$(raw "$3")
@@ -17,6 +17,7 @@ expect() {
 	check "$1" "$2" "$st"
 	if [ "${4:-}" = close ]; then
 		check_match "$1: Connection: close" "^Connection: close" "$(printf '%s' "$out" | tr -d '\r')"
+		check_match "$1: connection closed" "<closed>" "$out"
 	fi
 	# one well-formed response only (no garbage after the body)
 	check "$1: one response" 1 "$(printf '%s' "$out" | grep -c '^HTTP/1')"

@@ -86,24 +86,53 @@ code() {
 	curl -s -o /dev/null --path-as-is -w '%{http_code}' "$@" "$URL$p"
 }
 
-# raw BYTES: sends BYTES (printf escapes) on one connection, prints the
-# whole answer (the server closes or 2 s pass).
+# raw BYTES: sends BYTES (printf-style escapes) on one connection and
+# prints what comes back: the responses, then "<closed>" if the server
+# closed the connection after them. Reads until the answers to every
+# request sent are complete (Content-Length framing), then waits briefly
+# for a close.
 raw() {
 	python3 - "$PORT" "$1" <<'PY'
 import socket, sys
+req = sys.argv[2].encode("latin-1").decode("unicode_escape").encode("latin-1")
+want = max(1, req.count(b"HTTP/1.") - req.count(b"HTTP/1.1 100"))
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(sys.argv[2].encode("latin-1").decode("unicode_escape").encode("latin-1"))
-s.settimeout(2)
-out = b""
+s.sendall(req)
+s.settimeout(5)
+out, closed, done = b"", False, 0
+def complete(buf):
+    """number of complete responses at the start of buf (100s skipped)"""
+    n, pos = 0, 0
+    while True:
+        end = buf.find(b"\r\n\r\n", pos)
+        if end < 0:
+            return n
+        head = buf[pos:end].decode("latin-1").lower()
+        cl = 0
+        for line in head.split("\r\n")[1:]:
+            if line.startswith("content-length:"):
+                cl = int(line.split(":", 1)[1])
+        if head.startswith("http/1.1 100"):
+            pos = end + 4
+            continue
+        if len(buf) < end + 4 + cl and not head.startswith("http/1.1 304") and " 204 " not in head[:13]:
+            return n
+        pos = end + 4 + cl
+        n += 1
 try:
     while True:
+        if complete(out) >= want:
+            s.settimeout(0.5)
         b = s.recv(65536)
         if not b:
+            closed = True
             break
         out += b
-except socket.timeout:
+except (socket.timeout, ConnectionResetError):
     pass
 sys.stdout.write(out.decode("latin-1"))
+if closed:
+    sys.stdout.write("\n<closed>\n")
 PY
 }
 
