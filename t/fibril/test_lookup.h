@@ -28,6 +28,27 @@ TL_FN void tl_rm_rf(const char *dir)
 		fprintf(stderr, "cleanup of %s failed\n", dir);
 }
 
+/* For main(): every test directory goes below one private directory,
+ * removed at the end even when a forked test failed before its teardown. */
+static char tl_run_dir[256];
+
+TL_FN void tl_run_dir_begin(void)
+{
+	const char *t = getenv("TMPDIR");
+	snprintf(tl_run_dir, sizeof(tl_run_dir), "%s/lkrun.XXXXXX",
+		 t && *t ? t : "/tmp");
+	if (mkdtemp(tl_run_dir))
+		setenv("TMPDIR", tl_run_dir, 1);
+	else
+		tl_run_dir[0] = 0;
+}
+
+TL_FN void tl_run_dir_end(void)
+{
+	if (tl_run_dir[0])
+		tl_rm_rf(tl_run_dir);
+}
+
 /* A fresh directory under $TMPDIR (or /tmp); removed by tl_teardown. */
 TL_FN void tl_setup(void)
 {

@@ -648,9 +648,11 @@ static Suite *suite(void)
 
 int main(void)
 {
+	tl_run_dir_begin();
 	SRunner *sr = srunner_create(suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	tl_run_dir_end();
 	return failed ? 1 : 0;
 }
