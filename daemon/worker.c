@@ -1,6 +1,7 @@
 #include "first.h"
 
 #include "daemon/daemon.h"
+#include "daemon/listing.h"
 #include "daemon/log.h"
 
 #include <errno.h>
@@ -201,6 +202,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 		}
 	while (w->susp_head)
 		fsd_req_abandon(w->susp_head, 503);
+	fsd_listing_stop(w);
 	run_mhd(w);
 	schedule(w);
 }
@@ -307,6 +309,7 @@ static void worker_teardown(struct fsd_worker *w)
 	/* MHD requires every suspended connection resumed before stopping. */
 	while (w->susp_head)
 		fsd_req_abandon(w->susp_head, 503);
+	fsd_listing_stop(w);
 	for (size_t i = 0; i < w->nmhd; i++)
 		if (w->mhd && w->mhd[i]) {
 			MHD_run(w->mhd[i]);
