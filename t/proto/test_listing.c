@@ -487,10 +487,10 @@ START_TEST(html_escaping)
 	ck_assert(has(&b, "<a href=\"caf%C3%A9\">caf\xc3\xa9</a>"));
 	ck_assert(has(&b, "<a href=\"%FF%FE\">\xEF\xBF\xBD\xEF\xBF\xBD</a>"));
 	ck_assert(has(&b, "<a href=\"sub%20dir/\">sub dir/</a>"));
-	ck_assert(has(&b, "&lt;t&gt;"));
-	ck_assert(has(&b, "<td title=\"827 bytes\">827</td>"));
-	ck_assert(has(&b, "<td>2023-11-14 22:13:20</td>"));
-	ck_assert(has(&b, "</tbody></table>"));
+	ck_assert(has(&b, "<div class=r><span><a href=\"ln\">ln</a><span class=l> \xE2\x86\x92 &lt;t&gt;</span></span><span title="));
+	ck_assert(has(&b, "<span title=\"827 bytes\">827</span>"));
+	ck_assert(has(&b, "<span>2023-11-14 22:13:20</span>"));
+	ck_assert(has(&b, "</span></div>\n</div>\n<p class=n>"));
 	ck_assert(has(&b, "</html>\n"));
 	/* the page's bytes are valid UTF-8 with no control bytes but \n */
 	for (size_t i = 0; i < b.len; i++)
@@ -509,8 +509,8 @@ START_TEST(html_sort_links)
 	/* default (name asc): Name flips to desc, others start asc */
 	ck_assert_int_eq(proto_listing_begin(&l, &b), 0);
 	ck_assert(has(&b, "class=s><a href=\"?sort=name&amp;order=desc\">Name</a>"));
-	ck_assert(has(&b, "\"><a href=\"?sort=size&amp;order=asc\">Size</a>"));
-	ck_assert(has(&b, "\"><a href=\"?sort=mtime&amp;order=asc\">Last modified</a>"));
+	ck_assert(has(&b, "<span><a href=\"?sort=size&amp;order=asc\">Size</a></span>"));
+	ck_assert(has(&b, "<span><a href=\"?sort=mtime&amp;order=asc\">Last modified</a></span>"));
 	ck_assert(!has(&b, "href=\"../\""));       /* root: no parent */
 	/* size desc with a limit: Size flips back to asc, limit kept */
 	b.len = 0;
@@ -519,7 +519,7 @@ START_TEST(html_sort_links)
 	l.limit = 50;
 	ck_assert_int_eq(proto_listing_begin(&l, &b), 0);
 	ck_assert(has(&b, "class=d><a href=\"?sort=size&amp;order=asc&amp;limit=50\">Size</a>"));
-	ck_assert(has(&b, "\"><a href=\"?sort=name&amp;order=asc&amp;limit=50\">Name</a>"));
+	ck_assert(has(&b, "<span><a href=\"?sort=name&amp;order=asc&amp;limit=50\">Name</a></span>"));
 	ck_assert_int_eq(proto_listing_end(&l, &b, "a b&c", 5), 0);
 	ck_assert(has(&b, "<a rel=\"next\" href=\"?sort=size&amp;order=desc&amp;limit=50&amp;after=a%20b%26c\">"));
 	ck_assert(has(&b, "<p class=n>0 entries</p>"));
@@ -560,17 +560,52 @@ START_TEST(html_100k_rows)
 	}
 	ck_assert_int_eq(proto_listing_end(&l, &b, NULL, 0), 0);
 	/* by hand: ASan's memmem checks the whole haystack on every call */
-	for (size_t i = 0; i + 8 <= b.len; i++)
-		if (b.data[i] == '<' && !memcmp(b.data + i, "<tr><td>", 8))
+	for (size_t i = 0; i + 15 <= b.len; i++)
+		if (b.data[i] == '<' && !memcmp(b.data + i, "<div class=r><a", 15))
 			rows++;
 	ck_assert_uint_eq(rows, 100001);          /* with the parent row */
+	/* rows come in blocks of 256 (content-visibility) */
+	ck_assert(has(&b, "</div><div class=c>\n"));
 	/* compact enough to stream: < 160 bytes per row */
 	ck_assert_uint_lt(b.len, 100000 * 160);
 	ck_assert(has(&b, "<p class=n>100000 entries</p>"));
-	ck_assert(has(&b, "<td title=\"99999000 bytes\">95M</td>"));
-	ck_assert(has(&b, "<td title=\"1000 bytes\">1000</td>"));
-	ck_assert(has(&b, "<td title=\"2000 bytes\">2.0K</td>"));
+	ck_assert(has(&b, "<span title=\"99999000 bytes\">95M</span>"));
+	ck_assert(has(&b, "<span title=\"1000 bytes\">1000</span>"));
+	ck_assert(has(&b, "<span title=\"2000 bytes\">2.0K</span>"));
 	proto_buf_free(&b);
+}
+END_TEST
+
+static size_t count(const struct proto_buf *b, const char *needle)
+{
+	size_t n = 0, k = strlen(needle);
+
+	for (size_t i = 0; i + k <= b->len; i++)
+		if (b->data[i] == needle[0] && !memcmp(b->data + i, needle, k))
+			n++;
+	return n;
+}
+
+START_TEST(html_divs_balance)
+{
+	static const int sizes[] = { 0, 1, 255, 256, 257, 512, 1000 };
+
+	for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+		struct proto_buf b = { 0 };
+		struct proto_listing l = { .format = PROTO_FMT_HTML, .path = "/d/", .pathlen = 3 };
+
+		ck_assert_int_eq(proto_listing_begin(&l, &b), 0);
+		for (int i = 0; i < sizes[k]; i++) {
+			struct proto_entry e = E("x", PROTO_FT_REG);
+			ck_assert_int_eq(proto_listing_entry(&l, &b, &e), 0);
+		}
+		ck_assert_int_eq(proto_listing_end(&l, &b, NULL, 0), 0);
+		ck_assert_msg(count(&b, "<div") == count(&b, "</div>"), "%d rows: %zu <div, %zu </div>",
+		              sizes[k], count(&b, "<div"), count(&b, "</div>"));
+		ck_assert_uint_eq(count(&b, "<div class=c>"), (size_t)(sizes[k] + 255) / 256);
+		ck_assert_uint_eq(count(&b, "<span"), count(&b, "</span>"));
+		proto_buf_free(&b);
+	}
 }
 END_TEST
 
@@ -623,5 +658,6 @@ START_TEST(buf_ops)
 END_TEST
 
 TMAIN("listing", json_string_exact, json_exact_document, json_hostile_roundtrip,
-      ndjson_lines, html_escaping, html_sort_links, html_100k_rows, negotiate,
+      ndjson_lines, html_escaping, html_sort_links, html_100k_rows,
+      html_divs_balance, negotiate,
       buf_ops)
