@@ -4,7 +4,17 @@
  * listing can be streamed while the directory is still being read.
  * Formats: HTML (a page for people, sortable by clicking the column
  * headers: the links reload the page with ?sort=&order= and the server
- * sorts), JSON and NDJSON (for programs). Pure: no I/O; any thread; one
+ * sorts; no script), JSON and NDJSON (for programs).
+ *
+ * HTML layout: a header row of links (Name, Size, Last modified; Type),
+ * a "../" row except at "/", then one `<div class=r>` per entry: the
+ * name link (text HTML-escaped, href percent-encoded, "/" appended for
+ * directories; symlinks add " -> target"), the size human-readable
+ * with the exact byte count in its title, the mtime as "YYYY-MM-DD
+ * HH:MM:SS" (UTC), the type word. Rows are grouped in blocks of 256
+ * with content-visibility:auto: a browser lays out only the blocks on
+ * screen, which keeps a 100,000-row page usable (a <table> of that
+ * size was measured far slower in Chromium). Pure: no I/O; any thread; one
  * struct proto_listing per response.
  *
  * Every function returns 0 or -ENOMEM; on -ENOMEM the buffer holds
@@ -89,11 +99,11 @@ struct proto_listing {
 	unsigned long long x__count;
 };
 
-/** Starts the document (HTML head, table header, parent link unless
+/** Starts the document (HTML head, header row, parent link unless
  *  path is "/"; JSON '{"path":...,"entries":['; nothing for NDJSON). */
 int proto_listing_begin(struct proto_listing *l, struct proto_buf *b);
 
-/** Appends one entry (a table row, or an object with the comma
+/** Appends one entry (an HTML row, or an object with the comma
  *  handled). Directories get a trailing '/' in the HTML name and href. */
 int proto_listing_entry(struct proto_listing *l, struct proto_buf *b,
                         const struct proto_entry *e);
