@@ -31,3 +31,7 @@ fileserverd_SOURCES += \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \
 	daemon/listing_etag.c
+LISTING_IT = t/daemon/listing.sh
+TESTS += $(LISTING_IT)
+dist_check_SCRIPTS += $(LISTING_IT)
+EXTRA_DIST += t/daemon/listing_check.py

@@ -11,23 +11,28 @@
 #include "daemon/listing_int.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #define LST_GZ_LEVEL 1
 
 int lst_gz_init(struct lst_gz *g)
 {
-	memset(&g->z, 0, sizeof g->z);
-	if (deflateInit2(&g->z, LST_GZ_LEVEL, Z_DEFLATED, 15 + 16, 8,
-	                 Z_DEFAULT_STRATEGY) != Z_OK)
+	g->z = calloc(1, sizeof *g->z);
+	if (!g->z)
 		return -ENOMEM;
-	g->live = true;
+	if (deflateInit2(g->z, LST_GZ_LEVEL, Z_DEFLATED, 15 + 16, 8,
+	                 Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(g->z);
+		g->z = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 int lst_gz_run(struct lst_gz *g, struct proto_buf *in, struct proto_buf *out,
                int flush)
 {
-	z_stream *z = &g->z;
+	z_stream *z = g->z;
 	int zr;
 
 	z->next_in = (Bytef *)in->data;
@@ -53,7 +58,9 @@ int lst_gz_run(struct lst_gz *g, struct proto_buf *in, struct proto_buf *out,
 
 void lst_gz_end(struct lst_gz *g)
 {
-	if (g->live)
-		deflateEnd(&g->z);
-	g->live = false;
+	if (g->z) {
+		deflateEnd(g->z);
+		free(g->z);
+	}
+	g->z = NULL;
 }

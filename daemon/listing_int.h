@@ -53,8 +53,9 @@ void lst_params_free(struct lst_params *p);
 
 /* ---- gzip (listing_gzip.c) ---- */
 struct lst_gz {
-	z_stream z;
-	bool live;
+	/* Heap-allocated: zlib's state points back at its z_stream, so the
+	 * z_stream must not move when the run is handed to the stream. */
+	z_stream *z;
 };
 int lst_gz_init(struct lst_gz *g);
 /* Compresses all of @in into @out; @flush is Z_NO_FLUSH, Z_SYNC_FLUSH

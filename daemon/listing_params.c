@@ -64,7 +64,7 @@ static bool tok_is(const char *n, size_t l, const char *lit)
 }
 
 struct accept_q {
-	int q[3];        /* per lst_fmt: best specific match, or -1 */
+	int q[4];        /* per proto_list_format: best specific match, or -1 */
 	int any_text, any_app, any;
 };
 
@@ -92,7 +92,7 @@ static void accept_el(void *arg, const char *n, size_t l, int q)
 
 static enum proto_list_format negotiate(const char *accept, enum proto_list_format dflt)
 {
-	struct accept_q a = { { -1, -1, -1 }, -1, -1, -1 };
+	struct accept_q a = { { -1, -1, -1, -1 }, -1, -1, -1 };
 	int best = -1;
 	enum proto_list_format pick = dflt;
 
