@@ -5,7 +5,8 @@
  * It stands in for a network file system in tests and benchmarks: each
  * metadata op costs --delay-us of wall time, but many ops are served at
  * once (multi-threaded loop, parallel dirops), as an NFS client pipelines
- * requests. Nothing is cached by the kernel (entry and attribute timeouts
+ * requests: the answers wait in a queue (delay.c), not in threads.
+ * Nothing is cached by the kernel (entry and attribute timeouts
  * are 0, readdirplus is off), so every stat reaches us and pays the delay.
  *
  * The low-level API is used because the high-level one resolves paths
@@ -44,8 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FUSE_USE_VERSION 312
-#include <fuse_lowlevel.h>
+#include "t/slowfs/delay.h"
 
 #define STATS_NAME ".slowfs-stats"
 
@@ -72,9 +72,6 @@ static const char *const op_names[OP_MAX] = {
 	"lookup", "getattr", "readlink", "open", "opendir", "readdir", "read", "eio",
 };
 static atomic_ulong op_count[OP_MAX];
-/* The most delayed answers ever waiting at once: shows a test that ops
- * overlap, without timing anything. */
-static atomic_ulong inflight_max;
 
 static struct {
 	char *backing;
@@ -103,189 +100,31 @@ static fuse_ino_t id_of(struct node *n)
 	return n == &root_node ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
 }
 
-/* A delayed reply. The op itself runs at once in a FUSE thread (the
- * backing directory is local and cached); only its answer waits, in a
- * FIFO that one thread drains as deadlines pass. Every wait is the same
- * length, so arrival order is deadline order. This stands for a network
- * round trip: any number of requests can be waiting at once, without a
- * thread each (a thread per sleeping request topped out near 80 in
- * flight on two cores). */
-enum { R_ERR, R_ENTRY, R_ATTR, R_BUF, R_LINK, R_OPEN, R_OPENDIR };
-struct pending {
-	struct pending *next;
-	struct timespec due;
-	fuse_req_t req;
-	int kind;
-	int err;
-	struct fuse_entry_param e;      /* R_ENTRY */
-	struct stat st;                 /* R_ATTR */
-	char *buf;                      /* R_BUF, R_LINK: owned */
-	size_t len;
-	struct fuse_file_info fi;       /* R_OPEN, R_OPENDIR */
-};
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct pending *head, **tail;
-	unsigned long queued;
-	bool stop;
-	pthread_t thread;
-	bool started;
-} dq = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static void dirh_free(struct dirh *d);
-static void node_forget(struct node *n, uint64_t count);
-static struct node *node_of(fuse_ino_t ino);
-
-/* Counts the op and starts its delay; the handler then fills in the
- * answer and calls answer(). NULL on ENOMEM (already answered). */
-static struct pending *delayed(fuse_req_t req, int op)
+/* Counts the op; the answer waits --delay-us once filled in. NULL on
+ * ENOMEM (already answered). */
+static struct sfs_answer *delayed(fuse_req_t req, int op)
 {
 	atomic_fetch_add_explicit(&op_count[op], 1, memory_order_relaxed);
-	struct pending *p = calloc(1, sizeof(*p));
-	if (!p) {
-		fuse_reply_err(req, ENOMEM);
-		return NULL;
-	}
-	p->req = req;
-	clock_gettime(CLOCK_MONOTONIC, &p->due);
-	p->due.tv_nsec += (long)(opt.delay_us % 1000000) * 1000;
-	p->due.tv_sec += opt.delay_us / 1000000 + p->due.tv_nsec / 1000000000;
-	p->due.tv_nsec %= 1000000000;
-	return p;
+	return sfs_answer_new(req, opt.delay_us);
 }
 
-static void send_reply(struct pending *p)
+static void node_forget(struct node *n, uint64_t count);
+static void dirh_free(struct dirh *d);
+
+/* The kernel did not take the answer (interrupted): it holds nothing. */
+static void undo_lookup(struct sfs_answer *a)
 {
-	switch (p->kind) {
-	case R_ERR:
-		fuse_reply_err(p->req, p->err);
-		break;
-	case R_ENTRY:
-		/* Not delivered (interrupted): the kernel holds no reference. */
-		if (fuse_reply_entry(p->req, &p->e) != 0 && p->e.ino)
-			node_forget(node_of(p->e.ino), 1);
-		break;
-	case R_ATTR:
-		fuse_reply_attr(p->req, &p->st, 0);
-		break;
-	case R_BUF:
-		fuse_reply_buf(p->req, p->buf, p->len);
-		break;
-	case R_LINK:
-		fuse_reply_readlink(p->req, p->buf);
-		break;
-	case R_OPEN:
-		if (fuse_reply_open(p->req, &p->fi) != 0)
-			close((int)p->fi.fh);
-		break;
-	case R_OPENDIR:
-		if (fuse_reply_open(p->req, &p->fi) != 0)
-			dirh_free((struct dirh *)(uintptr_t)p->fi.fh);
-		break;
-	}
-	free(p->buf);
-	free(p);
+	node_forget(node_of(a->e.ino), 1);
 }
 
-static void answer(struct pending *p)
+static void undo_open(struct sfs_answer *a)
 {
-	if (opt.delay_us == 0 || !dq.started) {
-		send_reply(p);
-		return;
-	}
-	pthread_mutex_lock(&dq.lock);
-	p->next = NULL;
-	*dq.tail = p;
-	dq.tail = &p->next;
-	if (++dq.queued > atomic_load(&inflight_max))
-		atomic_store(&inflight_max, dq.queued);
-	if (dq.head == p)
-		pthread_cond_signal(&dq.cond);
-	pthread_mutex_unlock(&dq.lock);
+	close((int)a->fi.fh);
 }
 
-static void answer_err(struct pending *p, int err)
+static void undo_opendir(struct sfs_answer *a)
 {
-	p->kind = R_ERR;
-	p->err = err;
-	answer(p);
-}
-
-static bool due(const struct timespec *t, const struct timespec *now)
-{
-	return t->tv_sec < now->tv_sec || (t->tv_sec == now->tv_sec && t->tv_nsec <= now->tv_nsec);
-}
-
-static void *delayer(void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&dq.lock);
-	for (;;) {
-		if (!dq.head) {
-			if (dq.stop)
-				break;
-			pthread_cond_wait(&dq.cond, &dq.lock);
-			continue;
-		}
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (!dq.stop && !due(&dq.head->due, &now)) {
-			pthread_cond_timedwait(&dq.cond, &dq.lock, &dq.head->due);
-			continue;
-		}
-		/* Take every answer that is due, send them unlocked. */
-		struct pending *batch = dq.head, **end = &dq.head;
-		unsigned long n = 0;
-		while (*end && (dq.stop || due(&(*end)->due, &now))) {
-			end = &(*end)->next;
-			n++;
-		}
-		dq.head = *end;
-		*end = NULL;
-		if (!dq.head)
-			dq.tail = &dq.head;
-		dq.queued -= n;
-		pthread_mutex_unlock(&dq.lock);
-		while (batch) {
-			struct pending *next = batch->next;
-			send_reply(batch);
-			batch = next;
-		}
-		pthread_mutex_lock(&dq.lock);
-	}
-	pthread_mutex_unlock(&dq.lock);
-	return NULL;
-}
-
-static int delayer_start(void)
-{
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	int r = pthread_cond_init(&dq.cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (r != 0)
-		return -r;
-	dq.tail = &dq.head;
-	if ((r = pthread_create(&dq.thread, NULL, delayer, NULL)) != 0)
-		return -r;
-	dq.started = true;
-	return 0;
-}
-
-/* Sends what is still waiting, at once, and ends the thread. */
-static void delayer_stop(void)
-{
-	if (!dq.started)
-		return;
-	pthread_mutex_lock(&dq.lock);
-	dq.stop = true;
-	pthread_cond_signal(&dq.cond);
-	pthread_mutex_unlock(&dq.lock);
-	pthread_join(dq.thread, NULL);
-	dq.started = false;
+	dirh_free((struct dirh *)(uintptr_t)a->fi.fh);
 }
 
 static bool fails(const char *name)
@@ -401,7 +240,7 @@ static int stats_text(char *buf, size_t size)
 	}
 	if (len < size) {
 		int r = snprintf(buf + len, size - len, "inflight_max %lu\ndelay_us %u\n",
-				 atomic_load(&inflight_max), opt.delay_us);
+				 sfs_delay_max_queued(), opt.delay_us);
 		if (r < 0)
 			return -EIO;
 		len += (size_t)r;
@@ -442,39 +281,40 @@ static void sfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	struct pending *a = delayed(req, OP_LOOKUP);
+	struct sfs_answer *a = delayed(req, OP_LOOKUP);
 	if (!a)
 		return;
 	if (fails(name)) {
 		atomic_fetch_add_explicit(&op_count[OP_EIO], 1, memory_order_relaxed);
-		answer_err(a, EIO);
+		sfs_answer_err(a, EIO);
 		return;
 	}
 	int fd = openat(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		/* ino 0 with timeout 0: a negative entry the kernel won't keep */
 		if (errno == ENOENT) {
-			a->kind = R_ENTRY;
-			answer(a);
+			a->kind = SFS_ENTRY;
+			sfs_answer(a);
 		} else {
-			answer_err(a, errno);
+			sfs_answer_err(a, errno);
 		}
 		return;
 	}
 	if (fstatat(fd, "", &a->e.attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		int err = errno;
 		close(fd);
-		answer_err(a, err);
+		sfs_answer_err(a, err);
 		return;
 	}
 	struct node *n = node_get(fd, &a->e.attr);
 	if (!n) {
-		answer_err(a, ENOMEM);
+		sfs_answer_err(a, ENOMEM);
 		return;
 	}
 	a->e.ino = id_of(n);
-	a->kind = R_ENTRY;
-	answer(a);
+	a->kind = SFS_ENTRY;
+	a->undo = undo_lookup;
+	sfs_answer(a);
 }
 
 static void sfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -500,34 +340,34 @@ static void sfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	struct pending *a = delayed(req, OP_GETATTR);
+	struct sfs_answer *a = delayed(req, OP_GETATTR);
 	if (!a)
 		return;
 	if (fstatat(n->fd, "", &a->st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
-		answer_err(a, errno);
+		sfs_answer_err(a, errno);
 		return;
 	}
-	a->kind = R_ATTR;
-	answer(a);
+	a->kind = SFS_ATTR;
+	sfs_answer(a);
 }
 
 static void sfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct pending *a = delayed(req, OP_READLINK);
+	struct sfs_answer *a = delayed(req, OP_READLINK);
 	if (!a)
 		return;
 	if (!(a->buf = malloc(PATH_MAX + 1))) {
-		answer_err(a, ENOMEM);
+		sfs_answer_err(a, ENOMEM);
 		return;
 	}
 	ssize_t r = readlinkat(node_of(ino)->fd, "", a->buf, PATH_MAX);
 	if (r < 0) {
-		answer_err(a, errno);
+		sfs_answer_err(a, errno);
 		return;
 	}
 	a->buf[r] = 0;
-	a->kind = R_LINK;
-	answer(a);
+	a->kind = SFS_LINK;
+	sfs_answer(a);
 }
 
 /* An O_PATH fd can't be read; reopen it through /proc. */
@@ -551,18 +391,19 @@ static void sfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_open(req, fi);
 		return;
 	}
-	struct pending *a = delayed(req, OP_OPEN);
+	struct sfs_answer *a = delayed(req, OP_OPEN);
 	if (!a)
 		return;
 	int fd = reopen(n, fi->flags);
 	if (fd < 0) {
-		answer_err(a, errno);
+		sfs_answer_err(a, errno);
 		return;
 	}
 	a->fi = *fi;
 	a->fi.fh = (uint64_t)fd;
-	a->kind = R_OPEN;
-	answer(a);
+	a->kind = SFS_OPEN;
+	a->undo = undo_open;
+	sfs_answer(a);
 }
 
 static void sfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -606,12 +447,12 @@ static void sfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	struct pending *a = delayed(req, OP_OPENDIR);
+	struct sfs_answer *a = delayed(req, OP_OPENDIR);
 	if (!a)
 		return;
 	struct dirh *d = calloc(1, sizeof(*d));
 	if (!d) {
-		answer_err(a, ENOMEM);
+		sfs_answer_err(a, ENOMEM);
 		return;
 	}
 	int fd = reopen(n, O_RDONLY | O_DIRECTORY);
@@ -620,13 +461,14 @@ static void sfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		if (fd >= 0)
 			close(fd);
 		free(d);
-		answer_err(a, err);
+		sfs_answer_err(a, err);
 		return;
 	}
 	a->fi = *fi;
 	a->fi.fh = (uint64_t)(uintptr_t)d;
-	a->kind = R_OPENDIR;
-	answer(a);
+	a->kind = SFS_OPEN;
+	a->undo = undo_opendir;
+	sfs_answer(a);
 }
 
 /* The kernel sends one readdir at a time per open directory (f_pos
@@ -636,12 +478,12 @@ static void sfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	(void)ino;
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
-	struct pending *a = delayed(req, OP_READDIR);
+	struct sfs_answer *a = delayed(req, OP_READDIR);
 	if (!a)
 		return;
 	char *buf = a->buf = malloc(size);
 	if (!buf) {
-		answer_err(a, ENOMEM);
+		sfs_answer_err(a, ENOMEM);
 		return;
 	}
 	if (off != d->pos) {
@@ -672,12 +514,12 @@ static void sfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		len += need;
 	}
 	if (err && len == 0) {
-		answer_err(a, err);
+		sfs_answer_err(a, err);
 		return;
 	}
 	a->len = len;
-	a->kind = R_BUF;
-	answer(a);
+	a->kind = SFS_BUF;
+	sfs_answer(a);
 }
 
 static void sfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -825,7 +667,7 @@ int main(int argc, char *argv[])
 		goto out_sig;
 	}
 	fuse_daemonize(co.foreground);
-	if (opt.delay_us && delayer_start() < 0) {
+	if (opt.delay_us && sfs_delay_start() < 0) {
 		fprintf(stderr, "slowfs: cannot start the delay thread\n");
 		goto out_unmount;
 	}
@@ -846,7 +688,7 @@ int main(int argc, char *argv[])
 	}
 	ret = ret ? 1 : 0;
 out_unmount:
-	delayer_stop();
+	sfs_delay_stop();
 	fuse_session_unmount(se);
 out_sig:
 	fuse_remove_signal_handlers(se);

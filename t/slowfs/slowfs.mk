@@ -3,10 +3,10 @@
 # benchmarks in contrib/bench/ mount it too), only when fuse3 is found.
 SLOWFS_HELPER_FILES = t/slowfs/mount.sh t/slowfs/umount.sh t/slowfs/slowfs-mount
 dist_noinst_SCRIPTS += $(SLOWFS_HELPER_FILES)
-EXTRA_DIST += t/slowfs/slowfs.c t/slowfs/lib.sh
+EXTRA_DIST += t/slowfs/lib.sh
 if HAVE_FUSE3
 noinst_PROGRAMS += t/slowfs/slowfs
-t_slowfs_slowfs_SOURCES = t/slowfs/slowfs.c
+t_slowfs_slowfs_SOURCES = t/slowfs/slowfs.c t/slowfs/delay.c t/slowfs/delay.h
 t_slowfs_slowfs_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
 t_slowfs_slowfs_LDADD = $(FUSE3_LIBS) -lpthread
 endif
