@@ -269,10 +269,14 @@ int main(int argc, char **argv)
 		print_url(&c->listen[l], port);
 	}
 	fflush(stdout);
-	if (drop_privileges(c) < 0)
-		return 1;
+	/* Logs are opened while still privileged (like the sockets), so
+	 * they may live in a root-owned directory. */
 	if (fsd_log_open(c) < 0)
 		return 1;
+	if (drop_privileges(c) < 0) {
+		fsd_log_close();
+		return 1;
+	}
 
 	/* Signals: blocked in every thread, taken here with sigwait. */
 	sigset_t set;

@@ -86,6 +86,17 @@ CONF
 	# command line overrides the file
 	start_daemon -c "$T/fsd.conf" -r "$D/open"
 	check "--root overrides root" o "$(curl -s "$URL/o")"
+	stop_daemon
+
+	# user = nobody: privileges dropped before the workers start
+	if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+		chmod 755 "$T" "$D"
+		printf '[server]\nroot = %s\nuser = nobody\nerror_log = %s\n' "$D" "$T/priv.log" > "$T/priv.conf"
+		start_daemon -c "$T/priv.conf"
+		check "serves as nobody" hello "$(curl -s "$URL/hello.txt")"
+		check "runs as nobody" nobody "$(ps -o user= -p "$DPID" | tr -d ' ')"
+		rm -f "$T/priv.log"
+	fi
 }
 
 run_backends checks
