@@ -171,7 +171,7 @@ Suite *stack_suite(void)
 	Suite *s = suite_create("fibril_stack");
 	TCase *tc = tcase_create("stack");
 	tcase_add_checked_fixture(tc, NULL, teardown);
-	tcase_set_timeout(tc, 120);
+	tcase_set_timeout(tc, 600);  /* 100k page faults: slow under ASan/valgrind */
 	tcase_add_test(tc, test_100k_created_and_finished);
 	tcase_add_test(tc, test_recursion_near_limit);
 	tcase_add_test(tc, test_guard_catches_overflow);
