@@ -52,7 +52,7 @@ t_proto_test_errpage_LDADD = $(x__proto_test_ldadd)
 # ---- libFuzzer harnesses (not in TESTS): `make fuzz-proto` with clang,
 # then e.g. t/proto/fuzz_url -max_total_time=60 ----
 FUZZ_CC = clang
-x__proto_fuzz = url range reqcheck httpdate
+x__proto_fuzz = url range reqcheck httpdate listing
 x__proto_srcs = $(filter %.c,$(proto_libproto_la_SOURCES))
 EXTRA_DIST += $(x__proto_fuzz:%=t/proto/fuzz_%.c)
 fuzz-proto: config.h
