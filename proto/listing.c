@@ -2,6 +2,8 @@
 
 #include "proto/listing.h"
 
+#include "proto/accept.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -575,81 +577,15 @@ int proto_listing_end(struct proto_listing *l, struct proto_buf *b,
 	return r;
 }
 
-/* ---- Accept ---- */
-
-/* q of the most specific media-range in @accept matching type/sub. */
-static int qvalue(const char *accept, const char *type, const char *sub)
-{
-	const char *p = accept;
-	int best_spec = -1, q_best = 0;
-	size_t tl = strlen(type), sl = strlen(sub);
-
-	while (*p) {
-		const char *s, *slash, *e;
-		int spec = -1, q = 1000;
-
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (!*p)
-			break;
-		s = p;
-		while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
-			p++;
-		e = p;
-		slash = memchr(s, '/', (size_t)(e - s));
-		/* parameters: only q matters */
-		while (*p && *p != ',') {
-			if (*p == ';') {
-				p++;
-				while (*p == ' ' || *p == '\t')
-					p++;
-				if ((p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
-					int v = 0, digits = 0;
-
-					p += 2;
-					if (*p == '0' || *p == '1') {
-						v = (*p++ - '0') * 1000;
-						if (*p == '.') {
-							p++;
-							for (int m = 100; *p >= '0' && *p <= '9'; p++, m /= 10)
-								if (m && digits++ < 3)
-									v += (*p - '0') * m;
-						}
-					}
-					q = v > 1000 ? 1000 : v;
-				}
-				continue;
-			}
-			p++;
-		}
-		if (!slash)
-			continue;
-		if ((size_t)(slash - s) == 1 && *s == '*' && e - slash == 2 && slash[1] == '*')
-			spec = 0;
-		else if ((size_t)(slash - s) == tl && !strncasecmp(s, type, tl)) {
-			if (e - slash == 2 && slash[1] == '*')
-				spec = 1;
-			else if ((size_t)(e - slash - 1) == sl &&
-			         !strncasecmp(slash + 1, sub, sl))
-				spec = 2;
-		}
-		if (spec > best_spec) {
-			best_spec = spec;
-			q_best = q;
-		}
-	}
-	return q_best;
-}
-
 enum proto_list_format proto_listing_negotiate(const char *accept)
 {
 	int qh, qj, qn;
 
 	if (!accept || !*accept)
 		return PROTO_FMT_HTML;
-	qh = qvalue(accept, "text", "html");
-	qj = qvalue(accept, "application", "json");
-	qn = qvalue(accept, "application", "x-ndjson");
+	qh = proto_accept_q(accept, "text", "html");
+	qj = proto_accept_q(accept, "application", "json");
+	qn = proto_accept_q(accept, "application", "x-ndjson");
 	if (qj > qh && qj >= qn)
 		return PROTO_FMT_JSON;
 	if (qn > qh)

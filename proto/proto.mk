@@ -7,6 +7,7 @@ proto_libproto_la_SOURCES = \
 	proto/url.c proto/url.h \
 	proto/mime.c proto/mime.h \
 	proto/httpdate.c proto/httpdate.h \
+	proto/accept.c proto/accept.h \
 	proto/etag.c proto/etag.h \
 	proto/cond.c proto/cond.h \
 	proto/range.c proto/range.h \
@@ -15,7 +16,7 @@ proto_libproto_la_SOURCES = \
 	proto/errpage.c proto/errpage.h
 
 # ---- Check unit tests (also run under ASan+UBSan: UNIT_TESTS) ----
-x__proto_tests = t/proto/test_url t/proto/test_mime t/proto/test_httpdate \
+x__proto_tests = t/proto/test_url t/proto/test_mime t/proto/test_httpdate t/proto/test_accept \
 	t/proto/test_cond t/proto/test_range t/proto/test_reqcheck \
 	t/proto/test_listing t/proto/test_errpage
 check_PROGRAMS += $(x__proto_tests)
@@ -65,3 +66,6 @@ fuzz-proto: config.h
 	done
 CLEANFILES += $(x__proto_fuzz:%=t/proto/fuzz_%)
 .PHONY: fuzz-proto
+t_proto_test_accept_SOURCES = t/proto/test_accept.c
+t_proto_test_accept_CFLAGS = $(x__proto_test_cflags)
+t_proto_test_accept_LDADD = $(x__proto_test_ldadd)
