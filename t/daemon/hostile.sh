@@ -8,19 +8,28 @@ mkdir -p "$D/dir"
 printf 'hello\n' > "$D/hello.txt"
 printf 'inner\n' > "$D/dir/x"
 
-# expect NAME STATUS REQUEST [close]: status of the first response; with
-# "close", the server must send Connection: close and close.
+# expect NAME STATUS REQUEST [close]: queues a case; run_expect sends
+# them all (one python process) and checks: the status of the first
+# response; exactly one response; with "close", "Connection: close" and
+# the server closing the connection.
 expect() {
-	local out st
-	out=$(raw "$3")
-	st=$(printf '%s' "$out" | head -n1 | awk '{print $2}')
-	check "$1" "$2" "$st"
-	if [ "${4:-}" = close ]; then
-		check_match "$1: Connection: close" "^Connection: close" "$(printf '%s' "$out" | tr -d '\r')"
-		check_match "$1: connection closed" "<closed>" "$out"
-	fi
-	# one well-formed response only (no garbage after the body)
-	check "$1: one response" 1 "$(printf '%s' "$out" | grep -c '^HTTP/1')"
+	printf '%s\n' "$3" >> "$T/cases"
+	printf '%s\t%s\t%s\n' "$1" "$2" "${4:-}" >> "$T/expect"
+}
+run_expect() {
+	raw_batch "$T/cases" > "$T/answers"
+	local i=0 name st cl out
+	while IFS=$'\t' read -r name st cl; do
+		i=$((i + 1))
+		out=$(awk -v n="$i" 'BEGIN{k=1} /^<end>$/{k++; next} k==n' "$T/answers" | tr -d '\r')
+		check "$name" "$st" "$(printf '%s\n' "$out" | head -n1 | awk '{print $2}')"
+		check "$name: one response" 1 "$(printf '%s\n' "$out" | grep -c '^HTTP/1')"
+		if [ "$cl" = close ]; then
+			check_match "$name: Connection: close" "^Connection: close" "$out"
+			check_match "$name: connection closed" "<closed>" "$out"
+		fi
+	done < "$T/expect"
+	rm -f "$T/cases" "$T/expect"
 }
 
 checks() {
@@ -52,6 +61,7 @@ checks() {
 	expect "absolute symlink-free path" 200 "GET /dir/./x HTTP/1.1\r\n${H}Connection: close\r\n\r\n"
 	expect "unknown method" 405 "BREW /hello.txt HTTP/1.1\r\n${H}\r\n"
 	expect "OPTIONS *" 204 "OPTIONS * HTTP/1.1\r\n${H}\r\n"
+	run_expect
 
 	# pipelined requests on one connection are answered in order
 	local out

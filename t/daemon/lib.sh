@@ -90,16 +90,16 @@ code() {
 # prints what comes back: the responses, then "<closed>" if the server
 # closed the connection after them. Reads until the answers to every
 # request sent are complete (Content-Length framing), then waits briefly
-# for a close.
+# for a close. raw_batch FILE does the same for many requests in one
+# python process (python starts slowly on a loaded machine): FILE holds
+# one BYTES per line; the output for each is followed by "<end>".
 raw() {
+	printf '%s\n' "$1" > "$T/raw.one"
+	raw_batch "$T/raw.one" | sed '/^<end>$/d'
+}
+raw_batch() {
 	python3 - "$PORT" "$1" <<'PY'
 import socket, sys
-req = sys.argv[2].encode("latin-1").decode("unicode_escape").encode("latin-1")
-want = max(1, req.count(b"HTTP/1.") - req.count(b"HTTP/1.1 100"))
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(req)
-s.settimeout(5)
-out, closed, done = b"", False, 0
 def complete(buf):
     """number of complete responses at the start of buf (100s skipped)"""
     n, pos = 0, 0
@@ -119,20 +119,29 @@ def complete(buf):
             return n
         pos = end + 4 + cl
         n += 1
-try:
-    while True:
-        if complete(out) >= want:
-            s.settimeout(0.5)
-        b = s.recv(65536)
-        if not b:
-            closed = True
-            break
-        out += b
-except (socket.timeout, ConnectionResetError):
-    pass
-sys.stdout.write(out.decode("latin-1"))
-if closed:
-    sys.stdout.write("\n<closed>\n")
+for line in open(sys.argv[2], encoding="latin-1"):
+    req = line.rstrip("\n").encode("latin-1").decode("unicode_escape").encode("latin-1")
+    want = max(1, req.count(b"HTTP/1."))
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(req)
+    s.settimeout(5)
+    out, closed = b"", False
+    try:
+        while True:
+            if complete(out) >= want:
+                s.settimeout(0.5)
+            b = s.recv(65536)
+            if not b:
+                closed = True
+                break
+            out += b
+    except (socket.timeout, ConnectionResetError):
+        pass
+    s.close()
+    sys.stdout.write(out.decode("latin-1"))
+    if closed:
+        sys.stdout.write("\n<closed>")
+    sys.stdout.write("\n<end>\n")
 PY
 }
 
