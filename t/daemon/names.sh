@@ -9,13 +9,16 @@ names=("with space.txt" "100%.txt" "what?.txt" "hash#tag.txt" "a+b.txt" "quote'\
        "ünï/日本.txt" "tab	name.txt" "percent%2fslash.txt")
 for n in "${names[@]}"; do printf 'content of %s\n' "$n" > "$D/$n"; done
 
-enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe="/"))' "$1"; }
+# percent-encoded forms, computed once (python starts slowly under load)
+mapfile -t encoded < <(python3 -c 'import sys, urllib.parse
+for a in sys.argv[1:]: print(urllib.parse.quote(a, safe="/"))' "${names[@]}")
 
 checks() {
 	start_daemon --root "$D"
-	local n u
-	for n in "${names[@]}"; do
-		u=$(enc "$n")
+	local n u i
+	for i in "${!names[@]}"; do
+		n=${names[$i]}
+		u=${encoded[$i]}
 		curl -s -o "$T/got" "$URL/$u"
 		if cmp -s "$T/got" "$D/$n"; then ok "GET /$u"; else not_ok "GET /$u (for '$n') differs: $(head -c 80 "$T/got")"; fi
 	done
