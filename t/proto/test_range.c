@@ -72,6 +72,8 @@ START_TEST(multi_and_coalesce)
 	ok("bytes=0-9,20-29", 100, 4, "0-9 20-29");
 	ok("bytes=20-29, 0-9", 100, 4, "0-9 20-29");
 	ok("bytes=0-9,10-19", 100, 4, "0-19");             /* adjacent */
+	ok("bytes=10-19,0-9", 100, 4, "0-19");             /* adjacent, reversed */
+	ok("bytes=20-29,0-9,10-19", 100, 4, "0-29");
 	ok("bytes=0-9,5-19", 100, 4, "0-19");              /* overlapping */
 	ok("bytes=0-9,20-29,5-25", 100, 4, "0-29");        /* bridges two */
 	ok("bytes=50-,-10", 100, 4, "50-99");
