@@ -86,6 +86,9 @@ static void schedule(struct fsd_worker *w)
 	/* Access-log lines sit in a thread buffer: flush at least once a second. */
 	if (ms < 0 || ms > 1000)
 		ms = 1000;
+	/* Stopping: look every 10 ms whether the last responses are out. */
+	if (w->stopping && ms > 10)
+		ms = 10;
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 	evtimer_add(w->timer, &tv);
 }
@@ -313,6 +316,11 @@ static void worker_teardown(struct fsd_worker *w)
 	for (size_t i = 0; i < w->nmhd; i++)
 		if (w->mhd && w->mhd[i]) {
 			MHD_run(w->mhd[i]);
+			/* the event watches MHD's epoll fd: drop it first */
+			if (w->mhd_ev[i]) {
+				event_free(w->mhd_ev[i]);
+				w->mhd_ev[i] = NULL;
+			}
 			MHD_stop_daemon(w->mhd[i]);
 			w->mhd[i] = NULL;
 		}
