@@ -42,9 +42,12 @@ int proto_mime_load(struct proto_mime *m, const char *text, size_t len);
  * The Content-Type for file name @name (@len bytes; a name or a path:
  * only the last segment counts). The extension is what follows the last
  * '.', matched case-insensitively; a name whose only '.' is its first
- * byte (".profile") has none. Types that are text (text/ types, JavaScript,
- * JSON, XML, SVG...) come with "; charset=utf-8" unless the table entry
- * already carries parameters. Never NULL: unknown -> the default type.
+ * byte (".profile") has none. Textual types (text/ types, JavaScript,
+ * XML and +xml such as SVG) come with "; charset=utf-8" unless the entry
+ * already carries parameters; JSON does not (RFC 8259 defines no
+ * charset: it is always UTF-8). Multi-dot extensions of mime.types
+ * ("cwl.json") are never matched: only the last one counts.
+ * Never NULL: unknown -> the default type.
  */
 const char *proto_mime_lookup(const struct proto_mime *m, const char *name,
                               size_t len);

@@ -48,8 +48,9 @@ struct proto_target {
  * Rejected (-EPERM): a ".." that would climb above the root ("/../x",
  * "/a/../../b"); nginx answers these with 400 too, and the lookup engine
  * would refuse them anyway (RESOLVE_BENEATH).
- * -ENAMETOOLONG: @bufsz < len + 2 (the caller's limit on the target is
- * the buffer size; answer 414).
+ * -ENAMETOOLONG: @bufsz is too small for the decoded path and the query
+ * with their NULs (len + 2 always suffices; the caller's buffer size is
+ * its limit on the target: answer 414).
  *
  * @target need not be NUL-terminated; @len is its length. @buf receives
  * path and query (both NUL-terminated). On error *out is unspecified.
