@@ -114,6 +114,10 @@ FIBRIL_API long async_submit_cb(unsigned long flags, long *result, long call,
  * In a fibril it parks only that fibril; outside one it drives the
  * engine (and the fibril scheduler) until done. -ENOENT for a cookie
  * that is unknown or already reaped by another wait.
+ * A completed call stays reapable (like a zombie process) until a wait
+ * for it or wait_for_async(0) by its submitter; -EBUSY if another wait
+ * is already waiting on that cookie. Outside fibrils, -EDEADLK when
+ * nothing is in flight that could ever complete the wait.
  */
 FIBRIL_API long wait_for_async(long cookie);
 
