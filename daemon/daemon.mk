@@ -31,7 +31,7 @@ fileserverd_SOURCES += \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \
 	daemon/listing_etag.c
-LISTING_IT = t/daemon/listing.sh
+LISTING_IT = t/daemon/listing.sh t/daemon/listing-slow.sh t/daemon/listing-names.sh
 TESTS += $(LISTING_IT)
 dist_check_SCRIPTS += $(LISTING_IT)
 EXTRA_DIST += t/daemon/listing_check.py

@@ -34,26 +34,27 @@ def fetch(url, headers=None):
 
 
 class Rows(html.parser.HTMLParser):
-    """hrefs of the first link of each table row in <tbody>."""
+    """hrefs of the entry links, in page order: every <a> outside <h1>
+    (breadcrumbs) whose href is relative and not a query (the column
+    headers and the next-page link), whatever the row markup is."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.in_body = False
-        self.row_has_link = False
+        self.in_h1 = False
         self.hrefs = []
 
     def handle_starttag(self, tag, attrs):
-        if tag == "tbody":
-            self.in_body = True
-        elif tag == "tr":
-            self.row_has_link = False
-        elif tag == "a" and self.in_body and not self.row_has_link:
-            self.row_has_link = True
-            self.hrefs.append(dict(attrs).get("href"))
+        if tag == "h1":
+            self.in_h1 = True
+        elif tag == "a" and not self.in_h1:
+            a = dict(attrs)
+            h = a.get("href")
+            if h and not h.startswith(("?", "/", "#")) and "rel" not in a:
+                self.hrefs.append(h)
 
     def handle_endtag(self, tag):
-        if tag == "tbody":
-            self.in_body = False
+        if tag == "h1":
+            self.in_h1 = False
 
 
 def json_name(o, key="name"):
@@ -225,7 +226,9 @@ def cmd_links(url, d):
     for href in p.hrefs:
         if href == "../" or href.endswith("/"):
             continue
-        got, _ = fetch(urllib.parse.urljoin(url, href))
+        # relative names under a URL ending in "/" (urljoin drops a
+        # trailing ";", a name like "&amp;" percent-encoded ends in one)
+        got, _ = fetch(url.split("?")[0] + href)
         name = urllib.parse.unquote_to_bytes(href)
         with open(os.path.join(db, name), "rb") as f:
             if f.read() != got:

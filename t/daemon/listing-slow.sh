@@ -1,0 +1,96 @@
+# Listings on a slow file system (slowfs: FUSE, every metadata op
+# delayed): other requests on the same worker are answered while a
+# listing waits; concurrent identical listings share one directory read;
+# listings beyond max_listings get 503 + Retry-After.
+. "$top_srcdir/t/daemon/lib.sh"
+. "$top_srcdir/t/slowfs/lib.sh"
+
+LC=$top_srcdir/t/daemon/listing_check.py
+D=$T/root
+mkdir -p "$D/slow" "$T/back" "$T/back3"
+echo a > "$T/back3/a"
+echo b > "$T/back3/b"
+printf 'fast\n' > "$D/fast.txt"
+python3 -c '
+import os, sys
+for i in range(2000):
+    with open(os.path.join(sys.argv[1], "e%04d" % i), "w") as f:
+        f.write("x" * (i % 100))
+' "$T/back"
+
+MNT=
+umount_slow() {
+	[ -n "$MNT" ] && slowfs_umount "$MNT" "$SLOWFS_PID"
+	MNT=
+}
+mount_slow() { # delay-ms [backing dir]
+	umount_slow
+	slowfs_mount --delay-ms "$1" -o max_threads=64 "${2:-$T/back}" "$D/slow"
+	local rc=$?
+	[ $rc = 77 ] && { echo "SKIP: cannot mount slowfs"; exit 77; }
+	[ $rc = 0 ] || { echo "slowfs_mount failed"; exit 99; }
+	MNT=$D/slow
+}
+trap 'umount_slow; cleanup' EXIT
+
+checks() {
+	local out i fastok r1 r3 before
+
+	# 1. A listing of 2,000 entries at 2 ms per op: the worker answers
+	# other requests meanwhile, and the listing is exact.
+	mount_slow 2
+	printf '[server]\nroot = %s\nmax_listings = 8\n' "$D" > "$T/c.conf"
+	start_daemon -c "$T/c.conf"
+	rm -f "$T/list.done"
+	( python3 "$LC" match "$URL/slow/?format=json" "$T/back" > "$T/list.out"
+	  touch "$T/list.done" ) &
+	local bg=$!
+	fastok=0
+	for i in $(seq 1 20); do
+		[ "$(curl -s --max-time 5 "$URL/fast.txt")" = fast ] && fastok=$((fastok + 1))
+		[ -e "$T/list.done" ] && break
+	done
+	check "fast requests answered while the listing waits on the slow fs" yes \
+		"$([ "$fastok" -ge 1 ] && [ "$fastok" = "$i" ] && echo yes)"
+	echo "# $fastok fast requests answered before the listing ended"
+	wait "$bg"
+	check_match "slow listing names every entry" "^ok 2000" "$(cat "$T/list.out")"
+
+	# 2. Single flight: three concurrent identical listings read the
+	# directory once (slowfs counts readdir calls).
+	mount_slow 5
+	before=$(slowfs_stats "$MNT" readdir)
+	curl -s -o /dev/null "$URL/slow/?format=json"
+	r1=$(( $(slowfs_stats "$MNT" readdir) - before ))
+	before=$(slowfs_stats "$MNT" readdir)
+	local pids=
+	for i in 1 2 3; do
+		curl -s -o "$T/sf$i" "$URL/slow/?format=json" &
+		pids="$pids $!"
+	done
+	wait $pids     # not a bare wait: slowfs is our child too
+	r3=$(( $(slowfs_stats "$MNT" readdir) - before ))
+	check "3 concurrent listings: readdir calls of one" "$r1" "$r3"
+	check "and all three identical" yes \
+		"$(cmp -s "$T/sf1" "$T/sf2" && cmp -s "$T/sf1" "$T/sf3" && [ -s "$T/sf1" ] && echo yes)"
+	stop_daemon
+
+	# 3. The bound: with max_listings = 1, a second listing while one
+	# waits (each op 1 s) gets 503 + Retry-After; files are still served.
+	mount_slow 1000 "$T/back3"
+	printf '[server]\nroot = %s\nmax_listings = 1\nrequest_timeout = 60\n' "$D" > "$T/c.conf"
+	start_daemon -c "$T/c.conf"
+	( curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$URL/slow/" > "$T/first.code" ) &
+	bg=$!
+	sleep 0.5
+	out=$(curl -s -D - -o /dev/null "$URL/" | tr -d '\r')
+	check_match "listing beyond max_listings -> 503" "^HTTP/1.1 503" "$out"
+	check_match "503 has Retry-After" "Retry-After: [0-9]+" "$out"
+	check "files still served" fast "$(curl -s "$URL/fast.txt")"
+	wait "$bg"
+	check "the listing in progress completes" 200 "$(cat "$T/first.code")"
+	check "after it, listings are served again" 200 "$(code /)"
+	umount_slow
+}
+
+run_backends checks
