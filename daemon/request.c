@@ -114,6 +114,8 @@ static enum MHD_Result queue(struct fsd_req *rq)
 
 	if (!rq->resp)
 		fsd_req_error(rq, 500);
+	if (!rq->resp)
+		return MHD_NO;  /* out of memory: MHD closes the connection */
 	if (rq->close)
 		MHD_add_response_header(rq->resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r = MHD_queue_response(rq->conn, rq->status, rq->resp);
