@@ -44,3 +44,4 @@ UNIT_TESTS += t/fibril/test_fibril_regs
 noinst_PROGRAMS += contrib/bench/fibril-bench
 contrib_bench_fibril_bench_SOURCES = contrib/bench/fibril-bench.c
 contrib_bench_fibril_bench_LDADD = fibril/libfibril.la -lpthread
+EXTRA_DIST += fibril/README-fibril.md
