@@ -28,7 +28,7 @@ trap 'umount_slow; cleanup' EXIT
 
 checks() {
 	# 1. other requests are served while one waits on the slow fs
-	mount_slow 1500
+	mount_slow 800
 	printf '[server]\nroot = %s\nrequest_timeout = 30\n' "$D" > "$T/c.conf"
 	start_daemon -c "$T/c.conf"
 	rm -f "$T/slow.done"
@@ -46,7 +46,7 @@ checks() {
 	stop_daemon
 
 	# 2. request_timeout: 503 + Retry-After, and the daemon goes on
-	mount_slow 4000
+	mount_slow 2500
 	rm -f "$T/err.log"
 	printf '[server]\nroot = %s\nrequest_timeout = 1\nerror_log = %s\n' "$D" "$T/err.log" > "$T/c.conf"
 	start_daemon -c "$T/c.conf"
