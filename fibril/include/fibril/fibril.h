@@ -34,6 +34,12 @@ struct fibril_sched_opts {
 };
 
 /** Sets up the calling thread's scheduler. @opts may be NULL.
+ *  Defaults: 128 KiB usable stack (512 KiB in ASan builds) above a
+ *  16 KiB guard; 128 pooled stacks keep their pages. The first call in
+ *  the process installs a SIGSEGV handler (chaining to the previous one)
+ *  that names the fibril whose guard was hit; a thread without an
+ *  alternate signal stack gets one. New fibrils start with the FP
+ *  control state (rounding, masks) the thread has now.
  *  Returns 0, -EBUSY if this thread already has one, or -errno. */
 FIBRIL_API int fibril_sched_init(const struct fibril_sched_opts *opts);
 
@@ -45,7 +51,9 @@ FIBRIL_API void fibril_sched_fini(void);
  *  runs at the next fibril_sched_run() or when the caller yields/parks.
  *  If @out is NULL the fibril is detached (freed when it exits);
  *  otherwise the caller must fibril_join() it. @name (copied, may be
- *  NULL) appears in diagnostics such as the stack-overflow message. */
+ *  NULL, at most 31 bytes kept) appears in diagnostics such as the
+ *  stack-overflow message. Returns 0, -EINVAL (no scheduler on this
+ *  thread, or @fn NULL) or -ENOMEM. */
 FIBRIL_API int fibril_create(fibril_t **out, void (*fn)(void *), void *arg,
                              const char *name);
 
@@ -60,7 +68,10 @@ FIBRIL_API int fibril_start(fibril_t **out, void (*fn)(void *), void *arg,
 /** The running fibril, or NULL in the scheduler's own context. */
 FIBRIL_API fibril_t *fibril_self(void);
 
-/** Puts the running fibril at the tail of the run queue and switches. */
+/** Puts the running fibril at the tail of the run queue and switches.
+ *  Inside fibril_sched_run() a fibril that yields runs again only in the
+ *  next call, so a busy yielder cannot keep the host loop from polling
+ *  (fibril_sched_timeout_ms() is then 0). */
 FIBRIL_API void fibril_yield(void);
 
 /** Blocks the running fibril until fibril_wake(). A wake that arrived
@@ -125,7 +136,9 @@ struct fibril_waitq {
 FIBRIL_API void fibril_waitq_init(struct fibril_waitq *q);
 
 /** Parks the running fibril on @q until woken or @deadline_ns passes
- *  (0: no deadline). Returns 0 or -ETIMEDOUT. */
+ *  (0: no deadline). Returns 0 or -ETIMEDOUT. As with fibril_park(), a
+ *  pending wake-up or any fibril_wake() of the waiter also ends the wait
+ *  (returning 0, off the queue): callers re-check their condition. */
 FIBRIL_API int fibril_waitq_wait(struct fibril_waitq *q, uint64_t deadline_ns);
 
 /** Wakes the oldest waiter; returns 1 if one was woken, else 0. */
