@@ -9,140 +9,53 @@
  */
 
 #include "daemon/listing_int.h"
+#include "proto/accept.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-/* Calls @fn for each element of a comma-separated header list with its
- * name (trimmed, parameters cut off) and its q-value in thousandths. */
-static void each_q(const char *s, void (*fn)(void *, const char *, size_t, int),
-                   void *arg)
+/* The weight Accept gives a format (its best media type). */
+static int fmt_q(const char *accept, enum proto_list_format f)
 {
-	while (s && *s) {
-		const char *end = strchr(s, ',');
-		if (!end)
-			end = s + strlen(s);
-		const char *n = s, *ne;
-		while (n < end && (*n == ' ' || *n == '\t'))
-			n++;
-		ne = n;
-		while (ne < end && *ne != ';' && *ne != ' ' && *ne != '\t')
-			ne++;
-		int q = 1000;
-		for (const char *p = ne; p < end; p++) {
-			if (*p != ';')
-				continue;
-			p++;
-			while (p < end && (*p == ' ' || *p == '\t'))
-				p++;
-			if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
-				p += 2;
-				q = 0;
-				int digits = 0;
-				if (p < end && *p == '1') {
-					q = 1000;
-				} else if (p < end && *p == '0') {
-					p++;
-					if (p < end && *p == '.')
-						for (p++; p < end && digits < 3 && *p >= '0' && *p <= '9'; p++, digits++)
-							q += (*p - '0') * (digits == 0 ? 100 : digits == 1 ? 10 : 1);
-				}
-				break;
-			}
-		}
-		if (ne > n)
-			fn(arg, n, (size_t)(ne - n), q);
-		s = *end ? end + 1 : end;
+	int q, q2;
+
+	switch (f) {
+	case PROTO_FMT_JSON:
+		return proto_accept_q(accept, "application", "json");
+	case PROTO_FMT_NDJSON:
+		q = proto_accept_q(accept, "application", "x-ndjson");
+		q2 = proto_accept_q(accept, "application", "ndjson");
+		return q > q2 ? q : q2;
+	default:
+		q = proto_accept_q(accept, "text", "html");
+		q2 = proto_accept_q(accept, "application", "xhtml+xml");
+		return q > q2 ? q : q2;
 	}
 }
 
-static bool tok_is(const char *n, size_t l, const char *lit)
+static enum proto_list_format negotiate(const char *accept,
+                                        enum proto_list_format dflt)
 {
-	return strlen(lit) == l && !strncasecmp(n, lit, l);
-}
-
-struct accept_q {
-	int q[4];        /* per proto_list_format: best specific match, or -1 */
-	int any_text, any_app, any;
-};
-
-static void accept_el(void *arg, const char *n, size_t l, int q)
-{
-	struct accept_q *a = arg;
-	int f = -1;
-
-	if (tok_is(n, l, "text/html") || tok_is(n, l, "application/xhtml+xml"))
-		f = PROTO_FMT_HTML;
-	else if (tok_is(n, l, "application/json"))
-		f = PROTO_FMT_JSON;
-	else if (tok_is(n, l, "application/x-ndjson") || tok_is(n, l, "application/ndjson") ||
-	         tok_is(n, l, "application/jsonl") || tok_is(n, l, "application/json-seq"))
-		f = PROTO_FMT_NDJSON;
-	else if (tok_is(n, l, "text/*"))
-		a->any_text = q;
-	else if (tok_is(n, l, "application/*"))
-		a->any_app = q;
-	else if (tok_is(n, l, "*/*"))
-		a->any = q;
-	if (f >= 0 && q > a->q[f])
-		a->q[f] = q;
-}
-
-static enum proto_list_format negotiate(const char *accept, enum proto_list_format dflt)
-{
-	struct accept_q a = { { -1, -1, -1, -1 }, -1, -1, -1 };
-	int best = -1;
+	enum proto_list_format order[3] = { dflt, PROTO_FMT_HTML, PROTO_FMT_JSON };
 	enum proto_list_format pick = dflt;
+	int best = 0;
 
 	if (!accept || !*accept)
 		return dflt;
-	each_q(accept, accept_el, &a);
-	/* The default first so that it wins ties ("*" + "*" from curl). */
-	enum proto_list_format order[3] = { dflt, PROTO_FMT_HTML, PROTO_FMT_JSON };
-	if (dflt != PROTO_FMT_NDJSON) {
-		order[1] = dflt == PROTO_FMT_HTML ? PROTO_FMT_JSON : PROTO_FMT_HTML;
+	/* The default first, so that it wins ties (curl's "*" "/" "*"). */
+	if (dflt == PROTO_FMT_HTML)
+		order[1] = PROTO_FMT_NDJSON;
+	else if (dflt == PROTO_FMT_JSON)
 		order[2] = PROTO_FMT_NDJSON;
-	} else {
-		order[1] = PROTO_FMT_HTML;
-		order[2] = PROTO_FMT_JSON;
-	}
 	for (int i = 0; i < 3; i++) {
-		enum proto_list_format f = order[i];
-		int q = a.q[f];
-		if (q < 0)
-			q = f == PROTO_FMT_HTML ? a.any_text : a.any_app;
-		if (q < 0)
-			q = a.any;
-		if (q > best && q > 0) {
+		int q = fmt_q(accept, order[i]);
+		if (q > best) {
 			best = q;
-			pick = f;
+			pick = order[i];
 		}
 	}
 	return pick;
-}
-
-struct enc_q {
-	int gzip, any, identity;
-};
-
-static void enc_el(void *arg, const char *n, size_t l, int q)
-{
-	struct enc_q *e = arg;
-	if (tok_is(n, l, "gzip") || tok_is(n, l, "x-gzip"))
-		e->gzip = q > e->gzip ? q : e->gzip;
-	else if (tok_is(n, l, "*"))
-		e->any = q;
-}
-
-static bool gzip_ok(const char *ae)
-{
-	struct enc_q e = { -1, -1, -1 };
-	if (!ae)
-		return false;
-	each_q(ae, enc_el, &e);
-	return e.gzip > 0 || (e.gzip < 0 && e.any > 0);
 }
 
 void lst_params_free(struct lst_params *p)
@@ -196,6 +109,6 @@ int lst_params_parse(struct lst_params *p, const char *uri,
 		p->fmt = negotiate(h->accept, cfg->format == CONF_FMT_JSON ? PROTO_FMT_JSON
 		                   : cfg->format == CONF_FMT_NDJSON ? PROTO_FMT_NDJSON
 		                   : PROTO_FMT_HTML);
-	p->gzip = gzip_ok(h->accept_encoding);
+	p->gzip = proto_accepts_encoding(h->accept_encoding, "gzip");
 	return 0;
 }
