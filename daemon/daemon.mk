@@ -38,3 +38,9 @@ EXTRA_DIST += t/daemon/listing_check.py
 TESTS += t/browser/listing-browser.sh
 dist_check_SCRIPTS += t/browser/listing-browser.sh
 EXTRA_DIST += t/browser/listing-browser.mjs t/browser/package.json t/browser/package-lock.json
+
+# --- fcache (PERF) ---
+fileserverd_SOURCES += daemon/fcache.c daemon/fcache.h
+FCACHE_IT = t/daemon/fcache.sh
+TESTS += $(FCACHE_IT)
+dist_check_SCRIPTS += $(FCACHE_IT)

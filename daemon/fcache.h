@@ -1,0 +1,63 @@
+/*
+ * Per-worker small-file cache: body and validators of small regular
+ * files, kept correct when files change (inotify), so that a hit costs
+ * one non-blocking read of the inotify fd instead of openat2 + statx +
+ * pread + close.
+ *
+ * Threads: every function runs on a worker thread and touches only that
+ * thread's cache (thread-local); fsd_fcache_serve/put run on the
+ * request's fibril. Nothing here is shared between workers.
+ *
+ * Correctness: an entry depends on the watched directories from the
+ * root down to the file's directory, each with the name of the next
+ * component. Any event naming that component (modify, attrib, close
+ * after write, moved from/to, create, delete), any event on a watched
+ * directory itself (attrib, delete_self, move_self, ignored), a queue
+ * overflow or a failed read of the inotify fd drops the entry (or all
+ * of them). Events are drained before every lookup, so a change whose
+ * system call returned before the request was read is always seen. A
+ * new entry is served only after a second lookup of the path, made once
+ * its watches are in place, finds the same inode, size, mtime and ctime
+ * (closes the window between the first open and the watches).
+ * Not cached (always served from the file system): files with more than
+ * one hard link (a write through another name is not reported to our
+ * directories), paths through a symlink, files not on the root's mount,
+ * roots on filesystems whose changes inotify cannot see (NFS, FUSE,
+ * CIFS...), ranges, sidecar negotiation (Accept-Encoding with sidecars
+ * on), requests whose connection closes after the answer. Writes through
+ * a shared mmap are not reported by inotify: such a writer must not be
+ * used under the served tree if the cache is on.
+ */
+#ifndef FSD_FCACHE_H
+#define FSD_FCACHE_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+struct fsd_req;
+
+/* On the worker thread, before it serves: creates the thread's cache.
+ * Returns 0, or -errno when disabled (logged once per process; the
+ * daemon then serves as without it). FSD_FCACHE=0 in the environment
+ * disables it (for comparisons). */
+int fsd_fcache_init(void);
+
+/* On the worker thread at teardown: frees the cache (responses still
+ * queued in MHD keep their bodies until MHD releases them). */
+void fsd_fcache_fini(void);
+
+/* On the request fibril, before any lookup of @rel (the normalised path
+ * relative to the root, as proto_url_relpath() gives it). Returns 0 if
+ * it answered @rq (200, 304 or 412: rq->resp set as fsd_req_respond
+ * does), 1 if the caller must serve from the file system. */
+int fsd_fcache_serve(struct fsd_req *rq, const char *rel);
+
+/* On the request fibril, after the caller read the whole body of @rel
+ * (@len == stx->stx_size bytes at @buf, for a 200 with no
+ * Content-Encoding) from the file whose statx is @stx. Copies what it
+ * keeps; @buf stays the caller's. May park the fibril (it looks @rel up
+ * again) and never fails visibly: the entry is just not kept. */
+void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx,
+                    const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,117 @@
+# Changes to a served file are visible on the very next request: in-place
+# rewrite (same size, same mtime), rename over it, chmod 000, delete, a
+# parent directory replaced by a symlink or by another directory, and the
+# file's directory removed. Holds with or without the small-file cache
+# (daemon/fcache.c); each file is fetched twice before a change so that a
+# cache, when present, serves the second fetch and must notice.
+. "$top_srcdir/t/daemon/lib.sh"
+
+D=$T/root
+mkdir -p "$D/a/b"
+conf=$T/fsd.conf
+echo "[server]" > "$conf"
+if [ "$(id -u)" = 0 ]; then
+	# root reads a mode-000 file anyway: serve as nobody
+	id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody"; exit 77; }
+	echo "user = nobody" >> "$conf"
+	chmod 755 "$T"
+fi
+
+# put NAME: a fresh 827-byte body, different each time
+n=0
+put() {
+	n=$((n + 1))
+	python3 -c 'import sys; sys.stdout.write(("%06d" % int(sys.argv[1]) + "x" * 819 + "\n"))' "$n" > "$1"
+	chmod 644 "$1"
+}
+
+# same NAME LABEL: GET twice, both byte-identical to the file now on disk
+same() {
+	local i
+	for i in 1 2; do
+		curl -s -o "$T/got" "$URL/$1"
+		if cmp -s "$T/got" "$D/$1"; then ok "$2 (fetch $i)"
+		else not_ok "$2 (fetch $i): body differs from $D/$1"; fi
+	done
+}
+
+checks() {
+	rm -rf "$D"; mkdir -p "$D/a/b"; chmod 755 "$D" "$D/a" "$D/a/b"
+	put "$D/a/b/f.txt"
+	start_daemon --root "$D" -c "$conf"
+
+	same a/b/f.txt "initial"
+	local etag
+	etag=$(curl -s -D - -o /dev/null "$URL/a/b/f.txt" | tr -d '\r' | sed -n 's/^ETag: //Ip')
+	check "304 for the current ETag" 304 "$(code /a/b/f.txt -H "If-None-Match: $etag")"
+
+	# in place: same size, same mtime (so the same ETag), other bytes
+	python3 - "$D/a/b/f.txt" <<'PY'
+import os, sys
+st = os.stat(sys.argv[1])
+with open(sys.argv[1], "r+b") as f:
+    f.write(b"INPLACE")
+os.utime(sys.argv[1], ns=(st.st_atime_ns, st.st_mtime_ns))
+PY
+	same a/b/f.txt "rewritten in place, same size and mtime"
+	check_match "in-place body served" "^INPLACE" "$(head -c 7 "$T/got")"
+
+	put "$D/a/b/new"
+	mv "$D/a/b/new" "$D/a/b/f.txt"
+	same a/b/f.txt "another file renamed over it"
+	check "old ETag no longer 304" 200 "$(code /a/b/f.txt -H "If-None-Match: $etag")"
+
+	chmod 000 "$D/a/b/f.txt"
+	check "chmod 000: 403" 403 "$(code /a/b/f.txt)"
+	chmod 644 "$D/a/b/f.txt"
+	same a/b/f.txt "chmod 644 again"
+
+	rm "$D/a/b/f.txt"
+	check "deleted: 404" 404 "$(code /a/b/f.txt)"
+	check "deleted: still 404" 404 "$(code /a/b/f.txt)"
+
+	put "$D/a/b/f.txt"
+	same a/b/f.txt "created again"
+
+	# the parent directory becomes a symlink to another directory
+	mkdir "$D/a/c"
+	put "$D/a/c/f.txt"
+	mv "$D/a/b" "$D/a/b.old"
+	ln -s c "$D/a/b"
+	curl -s -o "$T/got" "$URL/a/b/f.txt"
+	if cmp -s "$T/got" "$D/a/c/f.txt"; then ok "parent replaced by a symlink"
+	else not_ok "parent replaced by a symlink: body differs from $D/a/c/f.txt"; fi
+	same a/b/f.txt "through the symlinked parent"
+
+	# the grandparent replaced by another tree
+	rm "$D/a/b"
+	mv "$D/a/b.old" "$D/a/b"
+	same a/b/f.txt "parent back"
+	mkdir -p "$D/a2/b"
+	put "$D/a2/b/f.txt"
+	mv "$D/a" "$D/a.old"
+	mv "$D/a2" "$D/a"
+	same a/b/f.txt "grandparent replaced by another directory"
+
+	# the parent made unreadable, then removed
+	chmod 000 "$D/a/b"
+	check "parent chmod 000: 403" 403 "$(code /a/b/f.txt)"
+	chmod 755 "$D/a/b"
+	same a/b/f.txt "parent chmod 755 again"
+	rm -r "$D/a/b"
+	check "parent removed: 404" 404 "$(code /a/b/f.txt)"
+
+	# many distinct files, then a change to each is seen
+	local i bad=0
+	mkdir -p "$D/many"
+	for i in $(seq 1 20); do put "$D/many/$i.txt"; done
+	for i in $(seq 1 20); do curl -s -o /dev/null -o /dev/null "$URL/many/$i.txt" "$URL/many/$i.txt"; done
+	for i in $(seq 1 20); do put "$D/many/$i.txt"; done
+	for i in $(seq 1 20); do
+		curl -s -o "$T/got" "$URL/many/$i.txt"
+		cmp -s "$T/got" "$D/many/$i.txt" || bad=$((bad + 1))
+	done
+	check "20 rewritten files all fresh" 0 "$bad"
+}
+
+run_backends checks
