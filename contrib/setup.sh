@@ -23,7 +23,7 @@ pkgs_build="build-essential autoconf automake libtool pkg-config
 # Tests and benchmarks: real clients, peers, the FUSE test filesystem,
 # a browser for the listing page.
 pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
-  rclone chromium python3 procps iproute2 xz-utils"
+  rclone chromium nodejs python3 procps iproute2 xz-utils"
 
 missing=()
 for p in $pkgs_build $( [ "$mode" = check ] && echo $pkgs_test ); do
@@ -64,6 +64,12 @@ run)
 	exec "$build/fileserverd" --root "$root"
 	;;
 check)
+	# playwright-core for the browser test, pinned by t/browser's lock
+	# file; without it that test skips (77).
+	if [ ! -d "$top/t/browser/node_modules/playwright-core" ] && command -v npm >/dev/null; then
+		(cd "$top/t/browser" && npm ci --no-audit --no-fund --loglevel=error) ||
+			echo "setup: npm ci failed: the browser test will be skipped" >&2
+	fi
 	make -j"$(nproc)" check
 	;;
 *)
