@@ -1,6 +1,7 @@
 #include "first.h"
 
 #include "daemon/daemon.h"
+#include "daemon/fcache.h"
 #include "daemon/listing.h"
 #include "daemon/log.h"
 
@@ -272,7 +273,8 @@ static void add_entity_headers(struct MHD_Response *resp, const struct repr *rp)
  * ~80k vs ~33k req/s); large ones go out with sendfile after read-ahead.
  * Takes ownership of fd. */
 static struct MHD_Response *body(struct fsd_req *rq, int fd, uint64_t off,
-                                 uint64_t len, const char *path)
+                                 uint64_t len, const char *path,
+                                 const struct statx *cache_stx)
 {
 	struct MHD_Response *resp;
 
@@ -300,6 +302,8 @@ static struct MHD_Response *body(struct fsd_req *rq, int fd, uint64_t off,
 				fsd_log(LOG_ERR, "read %s: file shrank while being sent", path);
 			return NULL;
 		}
+		if (cache_stx)
+			fsd_fcache_put(rq, path, cache_stx, buf, len);
 		return MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
 	}
 	if (rq->method == FSD_M_GET)
@@ -484,7 +488,7 @@ static void serve_file(struct fsd_req *rq, struct lk_file *f,
 				return;
 			}
 			uint64_t len = r[0].last - r[0].first + 1;
-			resp = body(rq, rp.f.fd, r[0].first, len, rel);
+			resp = body(rq, rp.f.fd, r[0].first, len, rel, NULL);
 			if (!resp) {
 				fsd_req_error(rq, 500);
 				return;
@@ -500,7 +504,8 @@ static void serve_file(struct fsd_req *rq, struct lk_file *f,
 			break;
 		}
 	}
-	resp = body(rq, rp.f.fd, 0, size, rel);
+	resp = body(rq, rp.f.fd, 0, size, rel,
+	            rp.encoding || rp.vary ? NULL : &rp.f.stx);
 	if (!resp) {
 		fsd_req_error(rq, 500);
 		return;
@@ -595,6 +600,8 @@ void fsd_static_handle(struct fsd_req *rq)
 	}
 	rel = proto_url_relpath(t.path);
 	name = strrchr(t.path, '/') + 1;
+	if (!t.trailing_slash && fsd_fcache_serve(rq, rel) == 0)
+		return;
 	r = lk_group_new(&rq->group);
 	if (r < 0) {
 		fsd_req_error(rq, 503);

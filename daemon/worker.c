@@ -1,6 +1,7 @@
 #include "first.h"
 
 #include "daemon/daemon.h"
+#include "daemon/fcache.h"
 #include "daemon/listing.h"
 #include "daemon/log.h"
 
@@ -259,6 +260,7 @@ static int worker_setup(struct fsd_worker *w)
 	w->base = event_base_new();
 	if (!w->base)
 		return -ENOMEM;
+	fsd_fcache_init();	/* < 0: disabled (logged once), serve without it */
 	w->mhd = calloc(w->nmhd, sizeof *w->mhd);
 	w->mhd_ev = calloc(w->nmhd, sizeof *w->mhd_ev);
 	if (!w->mhd || !w->mhd_ev)
@@ -280,6 +282,9 @@ static int worker_setup(struct fsd_worker *w)
 			 * check.c do the RFC 9112 checks instead (DESIGN.md). */
 			MHD_OPTION_STRICT_FOR_CLIENT, (int)0,
 			MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+			/* main() ignores SIGPIPE; without this 0.9.75 never uses
+			 * sendfile and copies fd bodies through its 32 KiB pool. */
+			MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
 			MHD_OPTION_END);
 		if (!w->mhd[i]) {
 			fsd_log(LOG_ERR, "worker %u: libmicrohttpd did not start on %s",
@@ -355,6 +360,7 @@ static void worker_teardown(struct fsd_worker *w)
 	}
 	if (w->base)
 		event_base_free(w->base);
+	fsd_fcache_fini();
 	fibril_sched_fini();
 	fsd_log_flush_thread();
 }
