@@ -4,7 +4,7 @@
  *
  * It stands in for a network file system in tests and benchmarks: each
  * metadata op costs --delay-us of wall time, but many ops are served at
- * once (multi-threaded loop, parallel dirops), as an NFS client pipelines
+ * once (multi-threaded loop, parallel dirops: dirops.c), as an NFS client pipelines
  * requests: the answers wait in a queue (delay.c), not in threads.
  * Nothing is cached by the kernel (entry and attribute timeouts
  * are 0, readdirplus is off), so every stat reaches us and pays the delay.
@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "t/slowfs/delay.h"
+#include "t/slowfs/dirops.h"
 
 #define STATS_NAME ".slowfs-stats"
 
@@ -263,7 +264,8 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* readdirplus would hand the kernel attributes with the names and
 	 * spare the per-entry lookups we exist to make slow. */
 	conn->want &= ~(unsigned)(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
-	/* Lookups and readdirs in one directory must run in parallel. */
+	/* Lookups and readdirs in one directory must run in parallel
+	 * (libfuse < 3.16 ignores this: dirops.c sets the reply flag). */
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
@@ -666,6 +668,9 @@ int main(int argc, char *argv[])
 		ret = 3;   /* environment (no permission, no /dev/fuse): callers skip */
 		goto out_sig;
 	}
+	/* Without it the kernel serialises first lookups (see dirops.c). */
+	if (sfs_parallel_dirops(se) < 0)
+		fprintf(stderr, "slowfs: cannot ask for parallel dirops; lookups of new names run one at a time\n");
 	fuse_daemonize(co.foreground);
 	if (opt.delay_us && sfs_delay_start() < 0) {
 		fprintf(stderr, "slowfs: cannot start the delay thread\n");

@@ -6,7 +6,8 @@ dist_noinst_SCRIPTS += $(SLOWFS_HELPER_FILES)
 EXTRA_DIST += t/slowfs/lib.sh
 if HAVE_FUSE3
 noinst_PROGRAMS += t/slowfs/slowfs
-t_slowfs_slowfs_SOURCES = t/slowfs/slowfs.c t/slowfs/delay.c t/slowfs/delay.h
+t_slowfs_slowfs_SOURCES = t/slowfs/slowfs.c t/slowfs/delay.c t/slowfs/delay.h \
+	t/slowfs/dirops.c t/slowfs/dirops.h
 t_slowfs_slowfs_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
 t_slowfs_slowfs_LDADD = $(FUSE3_LIBS) -lpthread
 endif
