@@ -10,9 +10,9 @@ fileserverd_SOURCES = \
 	daemon/static.c \
 	daemon/listing.c daemon/listing.h \
 	daemon/log.c daemon/log.h
-fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS)
+fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS) $(URING_CFLAGS)
 fileserverd_LDADD = proto/libproto.la fibril/libfibril.la conf/libconf.la \
-	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) -lpthread
+	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) $(URING_LIBS) -lpthread
 
 dist_man_MANS += man/fileserverd.8
 

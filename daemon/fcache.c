@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <fibril/lookup.h>
+#include <liburing.h>
+#include <poll.h>
 
 #include "proto/cond.h"
 #include "proto/etag.h"
@@ -76,6 +78,8 @@ struct fcache {
 	unsigned nwatch;
 	uint64_t mnt_id;                /* the root's mount */
 	uint64_t gen;                   /* entries made, to recognise ours after parking */
+	bool ring_ok;                   /* ifd's readiness is watched by ring */
+	struct io_uring ring;           /* one multishot poll on ifd, nothing else */
 };
 
 static __thread struct fcache *fc;
@@ -273,6 +277,78 @@ static void drain(void)
 	}
 }
 
+/*
+ * Knowing that the inotify queue is empty without a system call.
+ *
+ * A multishot poll on the inotify fd lives in a small io_uring of our
+ * own, set up without IORING_SETUP_DEFER_TASKRUN. When a change queues an
+ * event, the writer's system call wakes the poll before it returns; the
+ * wake-up queues task work on this worker thread (TIF_NOTIFY_SIGNAL),
+ * which the kernel runs, posting the CQE, before this thread next
+ * returns to user space from any system call. The recv() that read the
+ * request returned after the change did (the client saw the change
+ * return before it sent the request), so by the time the request is
+ * served the CQE is in the CQ: reading the CQ tail from memory replaces
+ * the read of the inotify fd that each hit made before (one syscall of
+ * three on a hit: recv, read, send). Without the ring (io_uring off, or
+ * a poll error) every hit drains the fd as before.
+ */
+static void ring_arm(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&fc->ring);
+
+	if (sqe) {
+		io_uring_prep_poll_multishot(sqe, fc->ifd, POLLIN);
+		if (io_uring_submit(&fc->ring) == 1)
+			return;
+	}
+	/* Cannot watch: fall back to a read per hit. */
+	io_uring_queue_exit(&fc->ring);
+	fc->ring_ok = false;
+}
+
+static void ring_init(void)
+{
+	/* COOP_TASKRUN: no IPI for the wake-up; the task work still runs on
+	 * this thread's next return from the kernel, which is all we need. */
+	if (io_uring_queue_init(4, &fc->ring, IORING_SETUP_COOP_TASKRUN) < 0 &&
+	    io_uring_queue_init(4, &fc->ring, 0) < 0)
+		return;
+	fc->ring_ok = true;
+	ring_arm();
+}
+
+/* Drains the inotify fd if the ring says it became readable (or always,
+ * without the ring). */
+static void sync_events(void)
+{
+	struct io_uring_cqe *cqe;
+	bool rearm = false, seen = false;
+
+	if (fc->ring_ok) {
+		if (!io_uring_cq_ready(&fc->ring))
+			return;
+		while (io_uring_peek_cqe(&fc->ring, &cqe) == 0) {
+			if (cqe->res < 0 && cqe->res != -ECANCELED) {
+				/* The poll cannot be trusted: a read per hit. */
+				io_uring_queue_exit(&fc->ring);
+				fc->ring_ok = false;
+				drain();
+				return;
+			}
+			if (!(cqe->flags & IORING_CQE_F_MORE))
+				rearm = true;
+			io_uring_cqe_seen(&fc->ring, cqe);
+			seen = true;
+		}
+		if (rearm)
+			ring_arm();
+		if (!seen)
+			return;
+	}
+	drain();
+}
+
 /* Filesystems where every change to a file goes through this kernel's
  * VFS, so inotify sees it (not NFS, CIFS, FUSE, 9p, ceph...). */
 static bool local_fs(long type)
@@ -329,6 +405,7 @@ int fsd_fcache_init(void)
 		fc = NULL;
 		return -e;
 	}
+	ring_init();
 	return 0;
 }
 
@@ -337,6 +414,8 @@ void fsd_fcache_fini(void)
 	if (!fc)
 		return;
 	drop_all();
+	if (fc->ring_ok)
+		io_uring_queue_exit(&fc->ring);
 	close(fc->ifd);
 	free(fc);
 	fc = NULL;
@@ -362,7 +441,7 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	e = find(rel, h);
 	if (!e || !e->verified)
 		return 1;
-	drain();
+	sync_events();
 	if (!fc)
 		return 1;
 	e = find(rel, h);

@@ -15,7 +15,10 @@
  * directory itself (attrib, delete_self, move_self, ignored), a queue
  * overflow or a failed read of the inotify fd drops the entry (or all
  * of them). Events are drained before every lookup, so a change whose
- * system call returned before the request was read is always seen. A
+ * system call returned before the request was read is always seen (a
+ * hit reads the inotify fd only when an io_uring poll on it has posted
+ * a completion, which the kernel does before that recv returns; see
+ * sync_events() in fcache.c). A
  * new entry is served only after a second lookup of the path, made once
  * its watches are in place, finds the same inode, size, mtime and ctime
  * (closes the window between the first open and the watches).
