@@ -20,6 +20,8 @@ static int cmp(const void *pa, const void *pb, void *arg)
 	const struct lk__flight *f = arg;
 	const struct lk__rec *a = &f->recs[*(const uint32_t *)pa];
 	const struct lk__rec *b = &f->recs[*(const uint32_t *)pb];
+	/* The grouping is decided outside the reversal below: LK_SCAN_DESC
+	 * reverses the key only (ls -r --group-directories-first). */
 	if (f->flags & LK_SCAN_DIRS_FIRST) {
 		bool da = is_dir(a), db = is_dir(b);
 		if (da != db)

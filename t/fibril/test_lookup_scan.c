@@ -160,6 +160,18 @@ static void sorts_fibril(void *arg)
 	expect_like_ls("s", &o, "--group-directories-first", false);
 	o.flags = LK_SCAN_DIRS_FIRST | LK_SCAN_DESC;
 	expect_like_ls("s", &o, "--group-directories-first -r", false);
+	/* DESC reverses the key only: directories stay first (ls -r does
+	 * the same with --group-directories-first). */
+	o.sort = LK_SORT_SIZE;
+	o.flags = LK_SCAN_DIRS_FIRST;
+	expect_like_ls("s", &o, "--group-directories-first -S", false);
+	o.flags = LK_SCAN_DIRS_FIRST | LK_SCAN_DESC;
+	expect_like_ls("s", &o, "--group-directories-first -Sr", false);
+	o.sort = LK_SORT_MTIME;
+	o.flags = LK_SCAN_DIRS_FIRST;
+	expect_like_ls("s", &o, "--group-directories-first -t", false);
+	o.flags = LK_SCAN_DIRS_FIRST | LK_SCAN_DESC;
+	expect_like_ls("s", &o, "--group-directories-first -tr", false);
 }
 
 START_TEST(sort_modes)
