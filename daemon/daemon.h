@@ -58,8 +58,9 @@ struct fsd_worker;
 struct fsd_req {
 	struct fsd_worker *w;
 	struct MHD_Connection *conn;   /* NULL once abandoned */
-	char *uri;                     /* raw request-target, owned */
-	char *method_str;              /* owned copy for the log */
+	char *uri;                     /* raw request-target (uri_mem) */
+	const char *method_str;        /* for the log: static, or owned if method_owned */
+	bool method_owned;
 	char version[12];
 	enum fsd_method method;
 	enum fsd_rq_state state;
@@ -72,17 +73,24 @@ struct fsd_req {
 	struct fsd_req *prev, *next;   /* worker's suspended list */
 
 	struct fsd_hdrs h;
-	char *hdr_mem;                 /* owns the strings of h */
+	char *hdr_mem;                 /* owns the strings of h, unless they fit hdr_inline */
+	char hdr_inline[256];
 
 	/* result, set by the fibril */
 	unsigned status;
 	struct MHD_Response *resp;
+	/* A shared response (fsd_req_respond_shared): resp is not ours to
+	 * change or destroy; resp_put(resp_arg) drops our hold on it. */
+	void (*resp_put)(void *arg);
+	void *resp_arg;
 	uint64_t body_len;             /* for the access log */
 	bool close;                    /* framing can't be trusted: close after */
 
 	/* for the access log */
 	char addr[48];
 	int64_t start_s;
+
+	char uri_mem[];                /* the request-target, NUL-terminated */
 };
 
 /* ---- worker ---- */
@@ -141,11 +149,23 @@ void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int 
 /* Sets rq->resp/status; takes ownership of @resp. */
 void fsd_req_respond(struct fsd_req *rq, unsigned status,
                      struct MHD_Response *resp, uint64_t body_len);
+/* Answers with @resp, a complete response (fsd_resp_common included)
+ * that other requests may be sending too: it is queued unchanged, and
+ * put(arg) is called once this request holds it no longer (after MHD
+ * took its own reference, or when the request ends first). If the
+ * request already has an answer, put(arg) is called at once. */
+void fsd_req_respond_shared(struct fsd_req *rq, unsigned status,
+                            struct MHD_Response *resp, uint64_t body_len,
+                            void (*put)(void *arg), void *arg);
 /* Adds the headers every response carries (Date is MHD's). */
 void fsd_resp_common(struct MHD_Response *resp);
 
 /* static.c: the request fibril's body */
 void fsd_static_handle(struct fsd_req *rq);
+/* In the access handler, before any fibril: answers @rq from the
+ * small-file cache if it can (returns 0; no lookup, never parks), else
+ * returns 1 and fsd_static_handle() serves it on a fibril. */
+int fsd_static_from_cache(struct fsd_req *rq);
 /* mime */
 int fsd_mime_load(const char *path);
 const char *fsd_mime_type(const char *name);

@@ -42,6 +42,7 @@ struct entry {
 	struct entry *prev, *next;      /* LRU, most recent first */
 	uint64_t hash;
 	struct blob *body;              /* our reference */
+	struct shared *ok;              /* the 200 response, made on the first hit */
 	size_t len;
 	const char *ctype;              /* static (mime table) */
 	bool verified;
@@ -64,6 +65,22 @@ static void blob_unref(void *cls)
 
 	if (!--b->refs)
 		free(b);
+}
+
+/* One complete 200 response per entry, queued as is for every hit (MHD
+ * lets a response be queued on many connections; it keeps a reference
+ * per connection): no allocation, header copy or formatting per hit.
+ * refs: the entry's and those of requests not queued yet. */
+struct shared { unsigned refs; struct MHD_Response *r; };
+
+static void shared_put(void *arg)
+{
+	struct shared *sh = arg;
+
+	if (!--sh->refs) {
+		MHD_destroy_response(sh->r);
+		free(sh);
+	}
 }
 
 struct watch { int wd; unsigned refs; };
@@ -201,6 +218,8 @@ static void entry_drop(struct entry *e)
 	for (unsigned i = 0; i < e->depth; i++)
 		watch_unref(e->wd[i]);
 	/* Responses still being sent keep the body alive. */
+	if (e->ok)
+		shared_put(e->ok);
 	blob_unref(e->body);
 	free(e);
 }
@@ -429,11 +448,45 @@ static void disable(const char *why, int err)
 	fsd_fcache_fini();
 }
 
+bool fsd_fcache_active(void)
+{
+	return fc && fc->n;
+}
+
+/* The entry's shared 200 response, made on its first hit. */
+static struct shared *entry_ok(struct entry *e)
+{
+	struct shared *sh;
+	struct MHD_Response *resp;
+
+	if (e->ok)
+		return e->ok;
+	sh = malloc(sizeof *sh);
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(
+		e->len, e->body->data, blob_unref, e->body);
+	if (!sh || !resp) {
+		free(sh);
+		if (resp)
+			MHD_destroy_response(resp);
+		return NULL;
+	}
+	e->body->refs++;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, e->ctype);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
+	fsd_resp_common(resp);
+	sh->refs = 1;
+	sh->r = resp;
+	e->ok = sh;
+	return sh;
+}
+
 int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 {
 	struct entry *e;
 
-	if (!fc || rq->h.range ||
+	if (!fc || rq->h.range || rq->close ||
 	    (rq->method != FSD_M_GET && rq->method != FSD_M_HEAD) ||
 	    (fsd.conf.sidecars && rq->h.accept_encoding))
 		return 1;
@@ -476,18 +529,11 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 			break;
 		}
 	}
-	/* A response of its own per request (MHD and request.c add headers
-	 * to it and destroy it); only the body is shared. */
-	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
-		e->len, e->body->data, blob_unref, e->body);
-	if (!resp)
+	struct shared *sh = entry_ok(e);
+	if (!sh)
 		return 1;
-	e->body->refs++;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, e->ctype);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
-	fsd_req_respond(rq, MHD_HTTP_OK, resp, e->len);
+	sh->refs++;
+	fsd_req_respond_shared(rq, MHD_HTTP_OK, sh->r, e->len, shared_put, sh);
 	return 0;
 }
 

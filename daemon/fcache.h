@@ -1,12 +1,13 @@
 /*
  * Per-worker small-file cache: body and validators of small regular
  * files, kept correct when files change (inotify), so that a hit costs
- * one non-blocking read of the inotify fd instead of openat2 + statx +
- * pread + close.
+ * no system call (a look at an io_uring CQ tail; a read of the inotify
+ * fd only after a change) instead of openat2 + statx + pread + close.
  *
  * Threads: every function runs on a worker thread and touches only that
- * thread's cache (thread-local); fsd_fcache_serve/put run on the
- * request's fibril. Nothing here is shared between workers.
+ * thread's cache (thread-local); fsd_fcache_put runs on the request's
+ * fibril, fsd_fcache_serve in the access handler (or on a fibril).
+ * Nothing here is shared between workers.
  *
  * Correctness: an entry depends on the watched directories from the
  * root down to the file's directory, each with the name of the next
@@ -34,6 +35,7 @@
 #ifndef FSD_FCACHE_H
 #define FSD_FCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -49,10 +51,16 @@ int fsd_fcache_init(void);
  * queued in MHD keep their bodies until MHD releases them). */
 void fsd_fcache_fini(void);
 
-/* On the request fibril, before any lookup of @rel (the normalised path
- * relative to the root, as proto_url_relpath() gives it). Returns 0 if
- * it answered @rq (200, 304 or 412: rq->resp set as fsd_req_respond
- * does), 1 if the caller must serve from the file system. */
+/* On the worker thread: does the thread's cache hold anything? (When
+ * not, a request need not even be parsed to ask it.) */
+bool fsd_fcache_active(void);
+
+/* On the worker thread, in the access handler or on the request fibril,
+ * before any lookup of @rel (the normalised path relative to the root,
+ * as proto_url_relpath() gives it). Never parks. Returns 0 if it
+ * answered @rq (200 with a response shared by every hit on the entry
+ * (fsd_req_respond_shared), 304 or 412), 1 if the caller must serve
+ * from the file system. */
 int fsd_fcache_serve(struct fsd_req *rq, const char *rel);
 
 /* On the request fibril, after the caller read the whole body of @rel

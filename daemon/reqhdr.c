@@ -99,7 +99,8 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 		if (c.val[i])
 			total += c.len[i] + 1;
 	if (total) {
-		mem = p = malloc(total);
+		/* Most requests' headers fit in the request itself. */
+		mem = p = total <= sizeof rq->hdr_inline ? rq->hdr_inline : malloc(total);
 		if (!mem)
 			return 503;
 		for (size_t i = 0; i < NWANTED; i++)
@@ -109,7 +110,8 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 				*(const char **)((char *)&rq->h + wanted[i].off) = p;
 				p += c.len[i] + 1;
 			}
-		rq->hdr_mem = mem;
+		if (mem != rq->hdr_inline)
+			rq->hdr_mem = mem;
 	}
 	if (c.folded) {
 		rq->close = true;

@@ -40,30 +40,44 @@ void fsd_req_cancel_calls(struct fsd_req *rq)
 		async_cancel(rq->cookie);
 }
 
+/* Lets go of rq->resp: ours to destroy, or a shared one to put back. */
+static void resp_release(struct fsd_req *rq)
+{
+	if (rq->resp_put)
+		rq->resp_put(rq->resp_arg);
+	else if (rq->resp)
+		MHD_destroy_response(rq->resp);
+	rq->resp = NULL;
+	rq->resp_put = NULL;
+	rq->resp_arg = NULL;
+}
+
 static void req_unref(struct fsd_req *rq)
 {
 	if (--rq->refs)
 		return;
 	if (rq->group)
 		lk_group_free(rq->group);
-	if (rq->resp)
-		MHD_destroy_response(rq->resp);
+	resp_release(rq);
 	free(rq->hdr_mem);
-	free(rq->uri);
-	free(rq->method_str);
+	if (rq->method_owned)
+		free((char *)rq->method_str);
 	free(rq);
 }
 
 void *fsd_uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
 {
-	struct fsd_req *rq = calloc(1, sizeof *rq);
+	size_t len = strlen(uri);
+	/* One allocation with the target: this runs for every request. */
+	struct fsd_req *rq = calloc(1, sizeof *rq + len + 1);
 
 	(void)c;
 	if (!rq)
 		return NULL;
 	rq->w = cls;
 	rq->refs = 1;
-	rq->uri = strdup(uri);
+	rq->uri = rq->uri_mem;
+	memcpy(rq->uri_mem, uri, len + 1);
 	rq->start_s = (int64_t)time(NULL);
 	return rq;
 }
@@ -92,6 +106,21 @@ void fsd_req_respond(struct fsd_req *rq, unsigned status,
 	rq->body_len = rq->method == FSD_M_HEAD ? 0 : body_len;
 }
 
+void fsd_req_respond_shared(struct fsd_req *rq, unsigned status,
+                            struct MHD_Response *resp, uint64_t body_len,
+                            void (*put)(void *arg), void *arg)
+{
+	if (rq->abandoned || rq->resp) {
+		put(arg);
+		return;
+	}
+	rq->resp = resp;
+	rq->resp_put = put;
+	rq->resp_arg = arg;
+	rq->status = status;
+	rq->body_len = rq->method == FSD_M_HEAD ? 0 : body_len;
+}
+
 static void client_addr(struct fsd_req *rq, struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -116,11 +145,11 @@ static enum MHD_Result queue(struct fsd_req *rq)
 		fsd_req_error(rq, 500);
 	if (!rq->resp)
 		return MHD_NO;  /* out of memory: MHD closes the connection */
-	if (rq->close)
+	/* (a shared response is never used for a request that closes) */
+	if (rq->close && !rq->resp_put)
 		MHD_add_response_header(rq->resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r = MHD_queue_response(rq->conn, rq->status, rq->resp);
-	MHD_destroy_response(rq->resp);
-	rq->resp = NULL;
+	resp_release(rq);
 	rq->state = RQ_QUEUED;
 	return r;
 }
@@ -160,15 +189,25 @@ void fsd_req_abandon(struct fsd_req *rq, unsigned status)
 	}
 }
 
-static enum fsd_method parse_method(const char *m)
+/* Sets rq->method and rq->method_str (a copy only for other methods). */
+static int parse_method(struct fsd_req *rq, const char *m)
 {
-	if (!strcmp(m, "GET"))
-		return FSD_M_GET;
-	if (!strcmp(m, "HEAD"))
-		return FSD_M_HEAD;
-	if (!strcmp(m, "OPTIONS"))
-		return FSD_M_OPTIONS;
-	return FSD_M_OTHER;
+	static const struct { const char *s; enum fsd_method m; } known[] = {
+		{ "GET", FSD_M_GET }, { "HEAD", FSD_M_HEAD }, { "OPTIONS", FSD_M_OPTIONS },
+	};
+
+	for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+		if (!strcmp(m, known[i].s)) {
+			rq->method = known[i].m;
+			rq->method_str = known[i].s;
+			return 0;
+		}
+	rq->method = FSD_M_OTHER;
+	rq->method_str = strdup(m);
+	if (!rq->method_str)
+		return -ENOMEM;
+	rq->method_owned = true;
+	return 0;
 }
 
 enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
@@ -190,9 +229,11 @@ enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
 	switch (rq->state) {
 	case RQ_NEW:
 		rq->conn = conn;
-		rq->method = parse_method(method);
-		rq->method_str = strdup(method);
-		snprintf(rq->version, sizeof rq->version, "%s", version);
+		if (parse_method(rq, method) < 0)
+			return MHD_NO;
+		size_t vl = strnlen(version, sizeof rq->version - 1);
+		memcpy(rq->version, version, vl);
+		rq->version[vl] = 0;
 		if (fsd_access_log_enabled())
 			client_addr(rq, conn);
 		r = fsd_reqhdr_collect(rq, conn);
@@ -202,6 +243,11 @@ enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
 			rq->state = RQ_DONE;
 			if (rq->close)
 				return queue(rq);
+			return MHD_YES;
+		}
+		/* A cached small file needs no fibril (nothing can park). */
+		if (fsd_static_from_cache(rq) == 0) {
+			rq->state = RQ_DONE;
 			return MHD_YES;
 		}
 		rq->state = RQ_RUNNING;

@@ -577,6 +577,19 @@ static void serve_dir(struct fsd_req *rq, struct lk_file *f,
 		fsd_req_error(rq, 403);
 }
 
+int fsd_static_from_cache(struct fsd_req *rq)
+{
+	char buf[8192];
+	struct proto_target t;
+
+	if (!fsd_fcache_active() ||
+	    (rq->method != FSD_M_GET && rq->method != FSD_M_HEAD) ||
+	    proto_url_parse(rq->uri, strlen(rq->uri), buf, sizeof buf, &t) < 0 ||
+	    t.trailing_slash)
+		return 1;
+	return fsd_fcache_serve(rq, proto_url_relpath(t.path));
+}
+
 void fsd_static_handle(struct fsd_req *rq)
 {
 	char buf[8192];
@@ -600,8 +613,7 @@ void fsd_static_handle(struct fsd_req *rq)
 	}
 	rel = proto_url_relpath(t.path);
 	name = strrchr(t.path, '/') + 1;
-	if (!t.trailing_slash && fsd_fcache_serve(rq, rel) == 0)
-		return;
+	/* (the access handler asked the small-file cache already) */
 	r = lk_group_new(&rq->group);
 	if (r < 0) {
 		fsd_req_error(rq, 503);
