@@ -66,6 +66,7 @@ static void flight_free(struct lk__flight *f)
 	free(f->slots);
 	free(f->recs);
 	free(f->order);
+	free(f->bounds);
 	free(f->gbuf);
 	free(f->reldir);
 	lk__arena_free(&f->names);
@@ -464,6 +465,8 @@ void lk__flight_pump(struct lk__flight *f)
 				if (lim > f->norder)
 					lim = f->norder;
 				size_t i = c->hint > c->pos ? c->hint : c->pos;
+				if (i < lim && f->busy < f->cap)
+					lk__flight_sorted(f, lim);
 				for (; i < lim && f->busy < f->cap; i++)
 					if (f->recs[f->order[i]].state == REC_NEW)
 						issue_stat(f, f->order[i]);

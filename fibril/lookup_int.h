@@ -149,8 +149,13 @@ struct lk__flight {
 	size_t nrec, caprec, stat_next;
 	uint64_t base;
 	struct lk__arena names;
+	/* Sorted scans: order[] is put in place lazily (lookup_sort.c):
+	 * order[0..nsorted) is final, the rest is split by the final
+	 * positions in bounds[] (a stack, smallest on top). */
 	uint32_t *order;
-	size_t norder, ndone;
+	size_t norder, ndone, nsorted;
+	uint32_t *bounds;
+	unsigned nbounds, capbounds;
 	/* getdents */
 	char *gbuf;
 	size_t gbuf_size;
@@ -188,9 +193,18 @@ LK__HIDDEN void lk__flight_pump(struct lk__flight *f);
 LK__HIDDEN void lk__flight_notify(struct lk__flight *f);
 LK__HIDDEN void lk__flight_compact(struct lk__flight *f, size_t below);
 LK__HIDDEN void lk__flight_sort(struct lk__flight *f);
+LK__HIDDEN size_t lk__flight_sorted(struct lk__flight *f, size_t k);
 LK__HIDDEN void lk__scan_notify(struct lk_scan *s);
 LK__HIDDEN bool lk__scan_ready(struct lk_scan *s);
 LK__HIDDEN bool lk__scan_skip(struct lk_scan *s);
 LK__HIDDEN size_t lk__scan_start_index(struct lk__flight *f, const char *after);
+
+/* The record at sorted position @i (< norder), put in place first. */
+static inline struct lk__rec *lk__ordered(struct lk__flight *f, size_t i)
+{
+	if (i >= f->nsorted)
+		lk__flight_sorted(f, i + 1);
+	return &f->recs[f->order[i]];
+}
 
 #endif

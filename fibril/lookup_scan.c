@@ -27,8 +27,8 @@ bool lk__scan_skip(struct lk_scan *s)
 		       f->recs[p].err == -ENOENT)
 			p++;
 	} else if (f->phase == PH_READY && s->counted) {
-		while (p < f->norder && f->recs[f->order[p]].state == REC_DONE &&
-		       f->recs[f->order[p]].err == -ENOENT)
+		while (p < f->norder && lk__ordered(f, p)->state == REC_DONE &&
+		       lk__ordered(f, p)->err == -ENOENT)
 			p++;
 	}
 	bool moved = p != s->pos;
@@ -56,7 +56,7 @@ bool lk__scan_ready(struct lk_scan *s)
 	if (f->phase != PH_READY || !s->counted)
 		return false;
 	if (s->pos < f->norder)
-		return f->recs[f->order[s->pos]].state == REC_DONE;
+		return lk__ordered(f, s->pos)->state == REC_DONE;
 	return true;
 }
 
@@ -130,7 +130,7 @@ static int try_next(struct lk_scan *s, const struct lk_entry **ents,
 		}
 	} else {
 		while (k < s->window && s->delivered < lim && s->pos < f->norder) {
-			const struct lk__rec *r = &f->recs[f->order[s->pos]];
+			const struct lk__rec *r = lk__ordered(f, s->pos);
 			if (r->state != REC_DONE)
 				break;
 			s->pos++;
