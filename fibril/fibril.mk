@@ -45,3 +45,17 @@ noinst_PROGRAMS += contrib/bench/fibril-bench
 contrib_bench_fibril_bench_SOURCES = contrib/bench/fibril-bench.c
 contrib_bench_fibril_bench_LDADD = fibril/libfibril.la -lpthread
 EXTRA_DIST += fibril/README-fibril.md
+
+# Check-free core test: also what contrib/cross/aarch64-test.sh
+# cross-builds and runs under qemu-user.
+check_PROGRAMS += t/fibril/test_fibril_core
+t_fibril_test_fibril_core_SOURCES = t/fibril/test_fibril_core.c
+t_fibril_test_fibril_core_LDADD = fibril/libfibril.la -lm
+TESTS += t/fibril/test_fibril_core
+UNIT_TESTS += t/fibril/test_fibril_core
+
+# aarch64: the same core test cross-built and run under qemu-user
+# (skips with 77 without gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
+# and qemu-user).
+TESTS += contrib/cross/aarch64-test.sh
+EXTRA_DIST += contrib/cross/aarch64-test.sh

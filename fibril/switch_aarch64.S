@@ -35,11 +35,18 @@ x__fibril_switch:
 	stp	d14, d15, [sp, #144]
 	mrs	x9, fpcr
 	str	x9, [sp, #160]
-	mov	x9, sp
-	str	x9, [x0]
+	mov	x10, sp
+	str	x10, [x0]
 	mov	sp, x1
-	ldr	x9, [sp, #160]
-	msr	fpcr, x9
+	/* Writing FPCR synchronises the FP pipeline on many cores; reading
+	 * it is cheap. Nearly every context runs with the thread's default
+	 * FPCR, so write it only when the incoming context's differs from
+	 * the live one (still in x9: no memory round trip). */
+	ldr	x10, [sp, #160]
+	cmp	x9, x10
+	b.eq	1f
+	msr	fpcr, x10
+1:
 	ldp	x19, x20, [sp, #0]
 	ldp	x21, x22, [sp, #16]
 	ldp	x23, x24, [sp, #32]

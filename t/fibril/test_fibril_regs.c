@@ -123,6 +123,63 @@ static void ctl_body(void *arg)
 	}
 }
 
+/* Control state must not leak: a fibril that never touches it sees the
+ * thread's defaults after every switch, even right after a fibril with
+ * another x87 precision, rounding and flush-to-zero ran; a fibril that
+ * changes its state midway gets the new one back. */
+static uint16_t cw_default;
+static uint32_t mx_default;
+
+static void quiet_body(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 6; i++) {
+		fibril_yield();
+		ck_assert_uint_eq(get_cw(), cw_default);
+		ck_assert_uint_eq(get_mxcsr() & ~0x3fu, mx_default);
+	}
+}
+
+static void changer_body(void *arg)
+{
+	unsigned k = (unsigned)(uintptr_t)arg;
+	for (int phase = 0; phase < 2; phase++, k++) {
+		/* precision single (00) or double (10) instead of extended,
+		 * and a rounding other than nearest: valgrind emulates only
+		 * the rounding bits, which alone must still differ */
+		uint16_t cw = (uint16_t)((cw_default & ~0x0f00u) | (k & 1 ? 0 : 0x0200) |
+		                         (k % 3 + 1) << 10);
+		uint32_t mx = (mx_default & ~0xe000u) | (k % 3 + 1) << 13 | 0x8000u;
+		set_cw(cw);
+		set_mxcsr(mx);
+		cw = get_cw();
+		mx = get_mxcsr() & ~0x3fu;
+		ck_assert_uint_ne(cw, cw_default);
+		ck_assert_uint_ne(mx, mx_default);
+		for (int i = 0; i < 3; i++) {
+			fibril_yield();
+			ck_assert_uint_eq(get_cw(), cw);
+			ck_assert_uint_eq(get_mxcsr() & ~0x3fu, mx);
+		}
+	}
+}
+
+START_TEST(test_x87_mxcsr_no_leak)
+{
+	cw_default = get_cw();
+	mx_default = get_mxcsr() & ~0x3fu;
+	ck_assert_int_eq(fibril_create(NULL, quiet_body, NULL, NULL), 0);
+	for (uintptr_t k = 1; k <= 3; k++) {
+		ck_assert_int_eq(fibril_create(NULL, changer_body, (void *)k, NULL), 0);
+		ck_assert_int_eq(fibril_create(NULL, quiet_body, NULL, NULL), 0);
+	}
+	while (fibril_sched_count())
+		fibril_sched_run();
+	ck_assert_uint_eq(get_cw(), cw_default);
+	ck_assert_uint_eq(get_mxcsr() & ~0x3fu, mx_default);
+}
+END_TEST
+
 START_TEST(test_x87_cw_and_mxcsr)
 {
 	uint16_t cw0 = get_cw();
@@ -163,6 +220,32 @@ START_TEST(test_rounding_mode_per_fibril)
 	while (fibril_sched_count())
 		fibril_sched_run();
 	ck_assert_int_eq(fegetround(), m0);
+}
+END_TEST
+
+/* Portable: a fibril that leaves the rounding mode alone keeps the
+ * thread's, however the others set theirs (FPCR on aarch64). */
+static int round_default;
+
+static void round_quiet(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		fibril_yield();
+		ck_assert_int_eq(fegetround(), round_default);
+	}
+}
+
+START_TEST(test_rounding_mode_no_leak)
+{
+	round_default = fegetround();
+	for (uintptr_t k = 1; k < 4; k++) {
+		ck_assert_int_eq(fibril_create(NULL, round_body, (void *)k, NULL), 0);
+		ck_assert_int_eq(fibril_create(NULL, round_quiet, NULL, NULL), 0);
+	}
+	while (fibril_sched_count())
+		fibril_sched_run();
+	ck_assert_int_eq(fegetround(), round_default);
 }
 END_TEST
 
@@ -210,8 +293,10 @@ Suite *regs_suite(void)
 #if defined(__x86_64__)
 	tcase_add_test(tc, test_callee_saved_asm);
 	tcase_add_test(tc, test_x87_cw_and_mxcsr);
+	tcase_add_test(tc, test_x87_mxcsr_no_leak);
 #endif
 	tcase_add_test(tc, test_rounding_mode_per_fibril);
+	tcase_add_test(tc, test_rounding_mode_no_leak);
 	tcase_add_test(tc, test_values_live_across_switches);
 	suite_add_tcase(s, tc);
 	return s;
