@@ -41,6 +41,11 @@
 /* Output kept while hashing for If-None-Match before we give up on
  * sending it from memory. */
 #define LST_INM_BYTES (8u << 20)
+/* A directory this large (its own st_size: ext4 ~8,000 entries, tmpfs
+ * ~13,000) lists far more than LST_FIRST_BYTES: its response starts
+ * before the names are read (100,000 entries: the first byte after the
+ * open instead of after ~20 ms of getdents and sorting). */
+#define LST_EARLY_DIR_BYTES (256u * 1024)
 
 static enum proto_ftype ftype(uint32_t mode)
 {
@@ -148,6 +153,8 @@ void lst_run_free(struct lst_run *r)
 {
 	if (r->scan)
 		lk_scan_close(r->scan);
+	if (r->deferred)
+		close(r->dir.fd);
 	lst_gz_end(&r->gz);
 	proto_buf_free(&r->raw);
 	proto_buf_free(&r->out);
@@ -158,10 +165,10 @@ void lst_run_free(struct lst_run *r)
 	memset(r, 0, sizeof *r);
 }
 
-static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
-                     struct fsd_req *rq, const struct lk_file *dir)
+static void scan_opts(struct lst_run *r, const struct conf_listing *cfg,
+                      lk_group_t *group, struct lk_scan_opts *o)
 {
-	struct lk_scan_opts o = {
+	*o = (struct lk_scan_opts){
 		.sort = r->p.sort == PROTO_SORT_SIZE ? LK_SORT_SIZE
 		      : r->p.sort == PROTO_SORT_MTIME ? LK_SORT_MTIME
 		      : r->p.sort == PROTO_SORT_NONE ? LK_SORT_NONE : LK_SORT_NAME,
@@ -169,21 +176,40 @@ static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
 		.after = r->p.q.after,
 		/* One more than shown: whether a next page exists. */
 		.limit = r->p.q.limit ? r->p.q.limit + 1 : 0,
-		.group = rq->group,
-		.dir = dir,
+		.group = group,
 	};
-
 	if (cfg->dotfiles)
-		o.flags |= LK_SCAN_DOTFILES;
+		o->flags |= LK_SCAN_DOTFILES;
 	if (r->p.q.dirs_first)
-		o.flags |= LK_SCAN_DIRS_FIRST;
+		o->flags |= LK_SCAN_DIRS_FIRST;
 	/* order=asc is A-Z, smallest, oldest first. The engine orders
 	 * sizes and times largest/newest first (ls -S, ls -t), names A-Z;
 	 * LK_SCAN_DESC reverses that. */
 	if (r->p.sort == PROTO_SORT_NAME ? r->p.q.desc
 	    : (r->p.sort != PROTO_SORT_NONE && !r->p.q.desc))
-		o.flags |= LK_SCAN_DESC;
+		o->flags |= LK_SCAN_DESC;
+}
+
+static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
+                     struct fsd_req *rq, const struct lk_file *dir)
+{
+	struct lk_scan_opts o;
+
+	scan_opts(r, cfg, rq->group, &o);
+	o.dir = dir;
 	return lk_scan_open(fsd.lkroot, r->relpath, &o, &r->scan);
+}
+
+int lst_run_open(struct lst_run *r)
+{
+	int rc;
+
+	r->so.dir = &r->dir;
+	rc = lk_scan_open(fsd.lkroot, r->relpath, &r->so, &r->scan);
+	r->so.dir = NULL;
+	close(r->dir.fd);
+	r->deferred = false;
+	return rc;
 }
 
 /* 304 or a whole body with its ETag in the header. */
@@ -273,6 +299,20 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 	};
 	rq->w->listings++;
 	lst_etag_init(&r.tag, &r.p, r.urlpath);
+	if (!inm && !r.p.q.limit && dir->stx.stx_size >= LST_EARLY_DIR_BYTES) {
+		/* A large directory: the status, headers and prologue leave
+		 * now; its names are read and sorted by the stream. The scan
+		 * then runs without the request's group: the stream cancels
+		 * it itself (timeout, stop, client gone). */
+		r.deferred = true;
+		r.dir = *dir;
+		scan_opts(&r, cfg, NULL, &r.so);
+		if (proto_listing_begin(&r.l, r.p.gzip ? &r.raw : &r.out) < 0) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		goto stream;
+	}
 	rc = scan_open(&r, cfg, rq, dir);
 	close(dir->fd);
 	if (rc < 0)
@@ -340,6 +380,7 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 			goto fail;
 		}
 	}
+stream:
 	/* Streaming: what is rendered so far goes out with the headers. */
 	if (lst_run_pump(&r, Z_SYNC_FLUSH) < 0) {
 		rc = -ENOMEM;

@@ -82,6 +82,11 @@ struct lst_run {
 	struct proto_listing l;   /* the renderer; l.path is urlpath */
 	char *urlpath, *relpath;  /* owned copies (the stream outlives the request) */
 	lk_scan_t *scan;
+	/* Started before the scan (a large directory): the scan is opened
+	 * by the stream, from @dir (fd owned) with @so (after, flags...). */
+	bool deferred;
+	struct lk_file dir;
+	struct lk_scan_opts so;
 	struct proto_buf raw;     /* rendered, waiting for the compressor (gzip only) */
 	struct proto_buf out;     /* bytes for the wire */
 	size_t out_off;           /* of which sent (streaming) */
@@ -93,6 +98,9 @@ struct lst_run {
 	char *cursor;             /* name of the page's last entry (limit reached) */
 };
 
+/* Opens the deferred scan (the stream's first read, on the loop
+ * thread: lk_scan_open never parks). 0 or -errno. */
+int lst_run_open(struct lst_run *r);
 /* Renders and hashes a batch. 0 or -ENOMEM. */
 int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n);
 /* The end of the listing: tail, then the compressor's end. */

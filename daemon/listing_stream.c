@@ -75,7 +75,8 @@ static void timed_out(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	fsd_log(LOG_WARNING, "listing of /%s: no progress within %us, cancelled",
 	        s->r.relpath, fsd.conf.request_timeout);
-	lk_scan_cancel(s->r.scan);    /* runs ready() */
+	if (s->r.scan)
+		lk_scan_cancel(s->r.scan);    /* runs ready() */
 	ready(s);
 }
 
@@ -116,6 +117,15 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (s->failed)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (s->r.deferred) {
+			/* The prologue is out: now the names. */
+			rc = lst_run_open(&s->r);
+			if (rc < 0) {
+				fsd_log_fs(LOG_ERR, "listing", s->r.relpath, rc);
+				s->failed = true;
+				continue;
+			}
+		}
 		rc = lk_scan_next_cb(s->r.scan, &ents, &n, ready, s);
 		if (rc > 0) {
 			if (lst_run_feed(&s->r, ents, n) < 0 ||
@@ -210,7 +220,10 @@ void lst_stream_cancel_all(struct fsd_worker *w)
 {
 	for (struct lst_stream *s = live; s; s = s->next)
 		if (s->w == w) {
-			lk_scan_cancel(s->r.scan);
+			if (s->r.scan)
+				lk_scan_cancel(s->r.scan);
+			else
+				s->failed = true;       /* not started yet */
 			ready(s);
 		}
 }
