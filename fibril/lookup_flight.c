@@ -379,12 +379,22 @@ static void gd_cb(void *arg, long res)
 	flight_unref(f);
 }
 
+/* A sorted scan reads all names before its first entry: this many
+ * getdents calls (64 KiB, ~2,000 names each) run inline, so that a
+ * cached directory of up to ~8,000 entries never parks; the rest go
+ * through the pool, off the caller's thread. Inline, 100,000 names held
+ * the loop ~18 ms (small-file p99 during back-to-back listings: 31 ms,
+ * 1.1 ms unloaded); a pool round trip costs ~30 us per call. */
+#define LK__INLINE_GETDENTS 4
+
 /* 1 pending, 0 done. */
 static int getdents_issue(struct lk__flight *f)
 {
 	f->gpending = true;
 	lk__st.getdents_calls++;
-	if (f->inline_getdents) {
+	if (f->inline_getdents && (f->streaming || f->inline_left)) {
+		if (!f->streaming)
+			f->inline_left--;
 		/* The pool round trip costs more than a cached getdents; but a
 		 * slow one (cold disk) must not keep blocking the thread. */
 		uint64_t t0 = fibril_now_ns();
@@ -620,6 +630,7 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	f->need_stat_all = sort == LK_SORT_SIZE || sort == LK_SORT_MTIME;
 	f->inline_getdents = local_fs(dirfd) &&
 		fibril_now_ns() >= inline_slow_until;
+	f->inline_left = LK__INLINE_GETDENTS;
 	lk__st.getdents_passes++;
 	lk__st.live_flights++;
 	if (share) {
