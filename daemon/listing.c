@@ -7,7 +7,9 @@
  * On the request fibril: parse the parameters, take a place in the
  * worker's bound (503 + Retry-After beyond it), start the scan (sorted
  * by name: names are read and sorted first, then stat'ed window by
- * window), and render the first entries. Then one of:
+ * window), and render the first entries. A large directory (its own
+ * size, LST_EARLY_DIR_BYTES) skips that: its headers and prologue go out
+ * at once and the stream opens the scan. Otherwise one of:
  *  - the listing ended within LST_FIRST_BYTES of output, or it is a
  *    page (?limit=), or the client sent If-None-Match: the whole body
  *    is known, so the ETag goes in the header, 304 can be decided, and

@@ -144,8 +144,11 @@ FIBRIL_API void lk_op_cancel(lk_op_t *op);
 
 enum lk_sort {
 	LK_SORT_NONE = 0,   /**< directory order, streamed; memory bounded by the window */
-	LK_SORT_NAME,       /**< byte order (strcmp, like LC_ALL=C ls); names are read and
-	                         sorted first, then stat'ed window by window: first batch fast */
+	LK_SORT_NAME,       /**< byte order (strcmp, like LC_ALL=C ls); names are read
+	                         first (beyond ~8,000 names, getdents leaves the caller's
+	                         thread), put in order lazily (the next windows first, not
+	                         a whole sort), then stat'ed window by window: first batch
+	                         fast */
 	LK_SORT_SIZE,       /**< all entries stat'ed, then sorted (ties by name) */
 	LK_SORT_MTIME       /**< likewise, newest first unless LK_SCAN_DESC (ties by name) */
 };
