@@ -21,9 +21,11 @@ pkgs_build="build-essential autoconf automake libtool pkg-config
   liburing-dev libevent-dev libmicrohttpd-dev libinih-dev zlib1g-dev
   check libsubunit-dev"
 # Tests and benchmarks: real clients, peers, the FUSE test filesystem,
-# a browser for the listing page.
+# a browser for the listing page, and a cross compiler with qemu-user
+# so that the aarch64 context switch runs too (contrib/cross/).
 pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
-  rclone chromium nodejs python3 procps iproute2 xz-utils"
+  rclone chromium nodejs python3 procps iproute2 xz-utils
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 
 missing=()
 for p in $pkgs_build $( [ "$mode" = check ] && echo $pkgs_test ); do
