@@ -72,6 +72,9 @@ int conf_init(struct conf *c)
 	c->max_connections = 4096;
 	c->max_listings = 8;
 	c->small_file_max = 65536;
+	c->request_header_max = 8192;
+	c->fcache_entries = 2048;
+	c->fcache_bytes = 32u << 20;
 	c->listing.enabled = true;
 	c->listing.dotfiles = false;
 	c->listing.format = CONF_FMT_HTML;
@@ -373,6 +376,9 @@ static int server_key(struct load *ld, const char *name, const char *v)
 	UINT("max_connections", max_connections, 1, 1000000, false)
 	UINT("max_listings", max_listings, 1, 100000, false)
 	UINT("small_file_max", small_file_max, 0, 1ULL << 30, true)
+	UINT("request_header_max", request_header_max, 1024, 1ULL << 20, true)
+	UINT("fcache_entries", fcache_entries, 0, 1000000, false)
+	UINT("fcache_bytes", fcache_bytes, 0, 1ULL << 40, true)
 	BAD("unknown key '%s' in [server]", name);
 #undef STR
 #undef UINT

@@ -65,6 +65,9 @@ struct conf {
 	unsigned max_connections;     /**< per worker (default 4096) */
 	unsigned max_listings;        /**< listings in progress per worker (default 8) */
 	size_t small_file_max;        /**< bodies up to this are read into memory (default 65536) */
+	size_t request_header_max;    /**< request line + header fields, bytes; more: 431 (default 8192) */
+	unsigned fcache_entries;      /**< small-file cache entries per worker, 0: off (default 2048) */
+	size_t fcache_bytes;          /**< small-file cache body bytes per worker (default 32 MiB) */
 	struct conf_listing listing;
 	struct conf_dir *dirs;        /**< ndirs [dir] sections, longest path first after validate */
 	size_t ndirs;

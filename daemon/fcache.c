@@ -25,12 +25,9 @@
 #include "proto/etag.h"
 #include "proto/httpdate.h"
 
-/* Per worker. Small enough that a full scan per inotify event is cheap
- * (events are rare next to hits). */
-#define MAX_ENTRIES   2048u
-#define MAX_BYTES     (32u << 20)
+/* Per worker, fsd.conf.fcache_entries and fcache_bytes at most. An
+ * inotify event scans every entry (events are rare next to hits). */
 #define MAX_DEPTH     32u
-#define NBUCKETS      4096u           /* power of two, >= MAX_ENTRIES */
 #define NWATCH_SLOTS  4096u           /* open addressing on wd */
 
 #define WATCH_MASK (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | \
@@ -87,7 +84,8 @@ struct watch { int wd; unsigned refs; };
 
 struct fcache {
 	int ifd;
-	struct entry *bucket[NBUCKETS];
+	struct entry **bucket;
+	size_t nbuckets;                /* power of two, >= the entry limit */
 	struct entry *lru_head, *lru_tail;
 	unsigned n;
 	size_t bytes;
@@ -207,7 +205,7 @@ static void lru_front(struct entry *e)
 
 static void entry_drop(struct entry *e)
 {
-	struct entry **pp = &fc->bucket[e->hash & (NBUCKETS - 1)];
+	struct entry **pp = &fc->bucket[e->hash & (fc->nbuckets - 1)];
 
 	while (*pp != e)
 		pp = &(*pp)->hnext;
@@ -232,7 +230,7 @@ static void drop_all(void)
 
 static struct entry *find(const char *key, uint64_t h)
 {
-	for (struct entry *e = fc->bucket[h & (NBUCKETS - 1)]; e; e = e->hnext)
+	for (struct entry *e = fc->bucket[h & (fc->nbuckets - 1)]; e; e = e->hnext)
 		if (e->hash == h && !strcmp(e->key, key))
 			return e;
 	return NULL;
@@ -393,7 +391,7 @@ int fsd_fcache_init(void)
 
 	if (fc)
 		return 0;
-	if (env && !strcmp(env, "0"))
+	if ((env && !strcmp(env, "0")) || !fsd.conf.fcache_entries || !fsd.conf.fcache_bytes)
 		return -ECANCELED;
 	if (!fsd.lkroot)
 		return -EOPNOTSUPP;
@@ -413,6 +411,15 @@ int fsd_fcache_init(void)
 	fc = calloc(1, sizeof *fc);
 	if (!fc)
 		return -ENOMEM;
+	fc->nbuckets = 64;
+	while (fc->nbuckets < fsd.conf.fcache_entries)
+		fc->nbuckets *= 2;
+	fc->bucket = calloc(fc->nbuckets, sizeof *fc->bucket);
+	if (!fc->bucket) {
+		free(fc);
+		fc = NULL;
+		return -ENOMEM;
+	}
 	fc->mnt_id = sx.stx_mnt_id;
 	for (unsigned i = 0; i < NWATCH_SLOTS; i++)
 		fc->w[i].wd = -1;
@@ -420,6 +427,7 @@ int fsd_fcache_init(void)
 	if (fc->ifd < 0) {
 		int e = errno;
 		log_once("inotify_init1", e);
+		free(fc->bucket);
 		free(fc);
 		fc = NULL;
 		return -e;
@@ -436,6 +444,7 @@ void fsd_fcache_fini(void)
 	if (fc->ring_ok)
 		io_uring_queue_exit(&fc->ring);
 	close(fc->ifd);
+	free(fc->bucket);
 	free(fc);
 	fc = NULL;
 }
@@ -596,7 +605,7 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	char lastmod[PROTO_HTTPDATE_LEN];
 
 	if (!fc || rq->method != FSD_M_GET || !*rel || len != stx->stx_size ||
-	    len > fsd.conf.small_file_max || len > MAX_BYTES / 4 ||
+	    len > fsd.conf.small_file_max || len > fsd.conf.fcache_bytes / 4 ||
 	    !S_ISREG(stx->stx_mode) || stx->stx_nlink != 1 ||
 	    (fsd.conf.sidecars && rq->h.accept_encoding) ||
 	    proto_httpdate_format((time_t)stx->stx_mtime.tv_sec, lastmod) < 0)
@@ -640,10 +649,11 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	e->ctype = fsd_mime_type(slash ? slash + 1 : rel);
 	e->depth = (unsigned)depth;
 	memcpy(e->wd, wd, (size_t)depth * sizeof *wd);
-	while (fc->n && (fc->n >= MAX_ENTRIES || fc->bytes + len > MAX_BYTES))
+	while (fc->n && (fc->n >= fsd.conf.fcache_entries ||
+	                 fc->bytes + len > fsd.conf.fcache_bytes))
 		entry_drop(fc->lru_tail);
-	e->hnext = fc->bucket[h & (NBUCKETS - 1)];
-	fc->bucket[h & (NBUCKETS - 1)] = e;
+	e->hnext = fc->bucket[h & (fc->nbuckets - 1)];
+	fc->bucket[h & (fc->nbuckets - 1)] = e;
 	lru_front(e);
 	fc->n++;
 	fc->bytes += len;

@@ -43,8 +43,9 @@ struct fsd_req;
 
 /* On the worker thread, before it serves: creates the thread's cache.
  * Returns 0, or -errno when disabled (logged once per process; the
- * daemon then serves as without it). FSD_FCACHE=0 in the environment
- * disables it (for comparisons). */
+ * daemon then serves as without it). fcache_entries = 0 (or
+ * fcache_bytes = 0) in the configuration or FSD_FCACHE=0 in the
+ * environment disables it; those two keys bound it per worker. */
 int fsd_fcache_init(void);
 
 /* On the worker thread at teardown: frees the cache (responses still

@@ -40,6 +40,7 @@ struct collect {
 	const char *val[NWANTED];
 	size_t len[NWANTED];
 	bool folded;
+	size_t head;            /* bytes of the request head as sent (about) */
 };
 
 /*
@@ -72,6 +73,7 @@ static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
 	(void)kind;
 	if (!in_place(key, key_size, value))
 		c->folded = true;
+	c->head += key_size + 2 + value_size + 2;       /* "k: v\r\n" */
 	proto_reqcheck_field(&c->chk, key, key_size, value, value_size);
 	for (size_t i = 0; i < NWANTED; i++)
 		if (!strcasecmp(key, wanted[i].name)) {
@@ -92,8 +94,11 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 	size_t total = 0;
 	char *mem, *p;
 
+	size_t ulen = strlen(rq->uri);
+
 	proto_reqcheck_begin(&c.chk, rq->method_str, rq->version, rq->uri,
-	                     strlen(rq->uri), FSD_MAX_TARGET);
+	                     ulen, FSD_MAX_TARGET);
+	c.head = strlen(rq->method_str) + 1 + ulen + 1 + strlen(rq->version) + 2 + 2;
 	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, each, &c);
 	for (size_t i = 0; i < NWANTED; i++)
 		if (c.val[i])
@@ -118,6 +123,13 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 		return 400;
 	}
 	struct proto_verdict v = proto_reqcheck_end(&c.chk);
+	/* libmicrohttpd's pool is request_header_max + FSD_POOL_SLACK
+	 * (worker.c): heads beyond that get its own 431 (or 414); ours
+	 * makes the limit the configured one. */
+	if (!v.status && c.head > fsd.conf.request_header_max) {
+		v.status = 431;
+		v.reason = "request head larger than request_header_max";
+	}
 	rq->close = v.close_connection;
 	if (v.status)
 		fsd_log(LOG_INFO, "%s %s: %u: %s", rq->method_str, rq->uri, v.status, v.reason);

@@ -285,6 +285,8 @@ static int worker_setup(struct fsd_worker *w)
 			/* main() ignores SIGPIPE; without this 0.9.75 never uses
 			 * sendfile and copies fd bodies through its 32 KiB pool. */
 			MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+			(size_t)c->request_header_max + FSD_POOL_SLACK,
 			MHD_OPTION_END);
 		if (!w->mhd[i]) {
 			fsd_log(LOG_ERR, "worker %u: libmicrohttpd did not start on %s",

@@ -67,6 +67,9 @@ START_TEST(defaults)
 	ck_assert(!c.listing.dotfiles);
 	ck_assert_ptr_null(c.access_log);
 	ck_assert_uint_eq(c.nlisten, 0);
+	ck_assert_uint_eq(c.request_header_max, 8192);
+	ck_assert_uint_eq(c.fcache_entries, 2048);
+	ck_assert_uint_eq(c.fcache_bytes, 32u << 20);
 	conf_free(&c);
 }
 END_TEST
@@ -87,6 +90,9 @@ START_TEST(full_file)
 	             "sidecars = off\n"
 	             "max_ranges = 3\n"
 	             "small_file_max = 16k\n"
+	             "request_header_max = 16k\n"
+	             "fcache_entries = 0\n"
+	             "fcache_bytes = 1m\n"
 	             "index = off\n"
 	             "[listing]\n"
 	             "dotfiles = yes\n"
@@ -112,6 +118,9 @@ START_TEST(full_file)
 	ck_assert(!c.sidecars);
 	ck_assert_uint_eq(c.max_ranges, 3);
 	ck_assert_uint_eq(c.small_file_max, 16384);
+	ck_assert_uint_eq(c.request_header_max, 16384);
+	ck_assert_uint_eq(c.fcache_entries, 0);
+	ck_assert_uint_eq(c.fcache_bytes, 1u << 20);
 	ck_assert_str_eq(c.index, "");
 	ck_assert(c.listing.dotfiles);
 	ck_assert_int_eq(c.listing.format, CONF_FMT_NDJSON);
@@ -186,6 +195,22 @@ START_TEST(missing_file)
 }
 END_TEST
 
+START_TEST(limits_out_of_range)
+{
+	struct conf c;
+
+	ck_assert_int_eq(load(&c, "[server]\n"
+	                          "request_header_max = 512\n"
+	                          "fcache_entries = -1\n"
+	                          "request_header_max = 2m\n"), 3);
+	expect_msg(0, 2, "request_header_max");
+	expect_msg(1, 3, "fcache_entries");
+	expect_msg(2, 4, "request_header_max");
+	ck_assert_uint_eq(c.request_header_max, 8192);
+	conf_free(&c);
+}
+END_TEST
+
 START_TEST(listen_forms)
 {
 	struct sockaddr_storage ss;
@@ -229,6 +254,7 @@ int main(void)
 	tcase_add_test(tc, errors_have_lines);
 	tcase_add_test(tc, key_outside_section);
 	tcase_add_test(tc, missing_file);
+	tcase_add_test(tc, limits_out_of_range);
 	tcase_add_test(tc, listen_forms);
 	tcase_add_test(tc, sample_is_valid);
 	suite_add_tcase(s, tc);

@@ -64,8 +64,27 @@ checks() {
 	check "414 long URL" 414 "$(code "/$(head -c 40000 /dev/zero | tr '\0' a)")"
 	check "414 long URL (our limit)" 414 "$(code "/$(head -c 10000 /dev/zero | tr "\0" a)")"
 	check "431 huge header" 431 "$(code /hello.txt -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' b)")"
+	# request_header_max (8k by default) decides, not libmicrohttpd's pool
+	local b7 b9 b20
+	b7=$(head -c 7000 /dev/zero | tr '\0' b)
+	b9=$(head -c 9000 /dev/zero | tr '\0' b)
+	b20=$(head -c 20000 /dev/zero | tr '\0' b)
+	check "7000-byte header served" 200 "$(code /hello.txt -H "X-Big: $b7")"
+	check "9000-byte header: 431" 431 "$(code /hello.txt -H "X-Big: $b9")"
+	check "20000-byte header: 431" 431 "$(code /hello.txt -H "X-Big: $b20")"
+	curl -sv -o /dev/null -H "X-Big: $b9" "$URL/hello.txt" --next -o /dev/null "$URL/hello.txt" 2>"$T/v"
+	check_match "keep-alive after our 431" "Re-using existing connection" "$(cat "$T/v")"
 	check_match "error pages are HTML" "<h1>404 Not Found</h1>" "$(curl -s "$URL/nope")"
 	check "still serving" hello "$(curl -s "$URL/hello.txt")"
+
+	# a larger request_header_max takes larger heads
+	stop_daemon
+	printf '[server]\nrequest_header_max = 32k\n' > "$T/big-head.conf"
+	start_daemon --root "$D" -c "$T/big-head.conf"
+	check "request_header_max = 32k: 20000-byte header served" 200 \
+		"$(code /hello.txt -H "X-Big: $b20")"
+	check "request_header_max = 32k: 40000-byte header 431" 431 \
+		"$(code /hello.txt -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' b)")"
 }
 
 run_backends checks
