@@ -19,7 +19,7 @@ dist_man_MANS += man/fileserverd.8
 EXTRA_DIST += contrib/systemd/fileserverd.service
 
 # Integration tests: the real daemon on a loopback port (t/daemon/lib.sh).
-DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh t/daemon/bigfile.sh t/daemon/names.sh t/daemon/mirror.sh t/daemon/slow.sh
+DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh t/daemon/bigfile.sh t/daemon/names.sh t/daemon/mirror.sh t/daemon/slow.sh t/daemon/errors.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh
