@@ -137,6 +137,23 @@ for i in range(300):
 print("%d stale of 300" % stale)
 PY
 )"
+
+	# A cache of 3 entries (fcache_entries): 20 files evict each other,
+	# every fetch still byte-exact, every change still seen.
+	stop_daemon
+	{ cat "$conf"; echo "fcache_entries = 3"; } > "$T/small.conf"
+	start_daemon --root "$D" -c "$T/small.conf"
+	bad=0
+	for i in $(seq 1 20); do
+		curl -s -o "$T/got" -o "$T/got2" "$URL/many/$i.txt" "$URL/many/$i.txt"
+		cmp -s "$T/got" "$D/many/$i.txt" && cmp -s "$T/got2" "$D/many/$i.txt" || bad=$((bad + 1))
+	done
+	for i in $(seq 18 20); do put "$D/many/$i.txt"; done
+	for i in $(seq 1 20); do
+		curl -s -o "$T/got" "$URL/many/$i.txt"
+		cmp -s "$T/got" "$D/many/$i.txt" || bad=$((bad + 1))
+	done
+	check "fcache_entries = 3: 20 files, all fresh" 0 "$bad"
 }
 
 run_backends checks
