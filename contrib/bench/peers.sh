@@ -27,6 +27,9 @@
 #
 # Binaries: $NGINX (nginx), $LIGHTTPD (lighttpd), $FSD (else
 # $top_builddir/fileserverd, else ./fileserverd).
+# PEER_NICE=N starts every server under `nice -n N` (all its threads):
+# on a shared machine, a negative N (as root) keeps other work from
+# taking the servers' CPU during a measurement; the same for each peer.
 
 declare -gA PEER_PID PEER_PORT PEER_URL PEER_DIR
 PEERS_ALL="fileserverd nginx lighttpd"
@@ -123,7 +126,8 @@ EOF
 }
 
 peer_start() {
-	local name=$1 root=$2 port=${3:-} dir bin pid try i
+	local name=$1 root=$2 port=${3:-} dir bin pid try i _peer_nice=
+	[ -n "${PEER_NICE:-}" ] && _peer_nice="nice -n $PEER_NICE"
 	shift 2
 	[ $# -gt 0 ] && shift
 	[ "${1:-}" = -- ] && shift
@@ -144,15 +148,15 @@ peer_start() {
 		case $name in
 		nginx)
 			_peer_conf_nginx "$dir" "$root" "$p" || return 1
-			"$bin" -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
+			$_peer_nice "$bin" -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
 				> "$dir/out" 2>&1 < /dev/null &
 			;;
 		lighttpd)
 			_peer_conf_lighttpd "$dir" "$root" "$p" || return 1
-			"$bin" -D -f "$dir/lighttpd.conf" > "$dir/out" 2>&1 < /dev/null &
+			$_peer_nice "$bin" -D -f "$dir/lighttpd.conf" > "$dir/out" 2>&1 < /dev/null &
 			;;
 		fileserverd)
-			"$bin" ${FSD_CONF:+-c "$FSD_CONF"} -r "$root" -l "127.0.0.1:$p" -w 1 "$@" \
+			$_peer_nice "$bin" ${FSD_CONF:+-c "$FSD_CONF"} -r "$root" -l "127.0.0.1:$p" -w 1 "$@" \
 				> "$dir/out" 2>&1 < /dev/null &
 			;;
 		esac
