@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 
 #include "conf/conf.h"
+#include "proto/cond.h"
 
 struct event;
 struct event_base;
@@ -154,6 +155,11 @@ void fsd_req_options(struct fsd_req *rq);
 /* A failed lookup/read: maps -errno to 404/403/414/503, or logs it with
  * the path and answers 500. */
 void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int err);
+/* The request's If-Match / If-None-Match / If-(Un)modified-Since
+ * against a representation (proto_cond_eval); PROCEED at once when it
+ * has none of them. */
+enum proto_cond fsd_req_cond(const struct fsd_req *rq, const char *etag,
+                             time_t mtime);
 /* Sets rq->resp/status; takes ownership of @resp. */
 void fsd_req_respond(struct fsd_req *rq, unsigned status,
                      struct MHD_Response *resp, uint64_t body_len);

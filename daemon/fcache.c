@@ -512,31 +512,21 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	lru_unlink(e);
 	lru_front(e);
 
-	if (rq->h.if_match || rq->h.if_none_match || rq->h.if_modified_since ||
-	    rq->h.if_unmodified_since) {
-		struct proto_cond_req cr = {
-			.get_or_head = true,
-			.if_match = rq->h.if_match,
-			.if_none_match = rq->h.if_none_match,
-			.if_modified_since = rq->h.if_modified_since,
-			.if_unmodified_since = rq->h.if_unmodified_since,
-		};
-		struct MHD_Response *resp;
-		switch (proto_cond_eval(&cr, e->etag, e->mtime, time(NULL))) {
-		case PROTO_COND_NOT_MODIFIED:
-			resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-			if (resp) {
-				MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
-				MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
-			}
-			fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);
-			return 0;
-		case PROTO_COND_PRECONDITION_FAILED:
-			fsd_req_error(rq, 412);
-			return 0;
-		case PROTO_COND_PROCEED:
-			break;
+	struct MHD_Response *resp;
+	switch (fsd_req_cond(rq, e->etag, e->mtime)) {
+	case PROTO_COND_NOT_MODIFIED:
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		if (resp) {
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
 		}
+		fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);
+		return 0;
+	case PROTO_COND_PRECONDITION_FAILED:
+		fsd_req_error(rq, 412);
+		return 0;
+	case PROTO_COND_PROCEED:
+		break;
 	}
 	struct shared *sh = entry_ok(e);
 	if (!sh)

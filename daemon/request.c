@@ -87,6 +87,23 @@ void fsd_resp_common(struct MHD_Response *resp)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_SERVER, "fileserverd/" PACKAGE_VERSION);
 }
 
+enum proto_cond fsd_req_cond(const struct fsd_req *rq, const char *etag,
+                             time_t mtime)
+{
+	/* The cache-hit path: no clock read when there is nothing to test. */
+	if (!rq->h.if_match && !rq->h.if_none_match &&
+	    !rq->h.if_modified_since && !rq->h.if_unmodified_since)
+		return PROTO_COND_PROCEED;
+	struct proto_cond_req cr = {
+		.get_or_head = rq->method == FSD_M_GET || rq->method == FSD_M_HEAD,
+		.if_match = rq->h.if_match,
+		.if_none_match = rq->h.if_none_match,
+		.if_modified_since = rq->h.if_modified_since,
+		.if_unmodified_since = rq->h.if_unmodified_since,
+	};
+	return proto_cond_eval(&cr, etag, mtime, time(NULL));
+}
+
 void fsd_req_respond(struct fsd_req *rq, unsigned status,
                      struct MHD_Response *resp, uint64_t body_len)
 {

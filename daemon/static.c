@@ -443,14 +443,7 @@ static void serve_file(struct fsd_req *rq, struct lk_file *f,
 	if (proto_httpdate_format(mtime, rp.lastmod) < 0)
 		mtime = -1;
 
-	struct proto_cond_req cr = {
-		.get_or_head = true,
-		.if_match = rq->h.if_match,
-		.if_none_match = rq->h.if_none_match,
-		.if_modified_since = rq->h.if_modified_since,
-		.if_unmodified_since = rq->h.if_unmodified_since,
-	};
-	switch (proto_cond_eval(&cr, rp.etag, mtime, now)) {
+	switch (fsd_req_cond(rq, rp.etag, mtime)) {
 	case PROTO_COND_NOT_MODIFIED:
 		close(rp.f.fd);
 		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
