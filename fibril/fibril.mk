@@ -56,10 +56,6 @@ check_PROGRAMS += t/fibril/test_fibril_core
 t_fibril_test_fibril_core_SOURCES = t/fibril/test_fibril_core.c
 t_fibril_test_fibril_core_LDADD = fibril/libfibril.la -lm
 TESTS += t/fibril/test_fibril_core
-# The same tests under valgrind (not in UNIT_TESTS: the ASan build would
-# run valgrind on sanitized binaries).
-TESTS += t/fibril/valgrind.sh
-dist_check_SCRIPTS += t/fibril/valgrind.sh
 UNIT_TESTS += t/fibril/test_fibril_core
 # The same tests under valgrind (not in UNIT_TESTS: the ASan build would
 # run valgrind on sanitized binaries).

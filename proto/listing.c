@@ -289,6 +289,9 @@ const char *proto_listing_content_type(enum proto_list_format f)
  * as grid rows, more than a plain <pre>). Rows are CSS grid lines in
  * blocks of HTML_CHUNK with content-visibility:auto, so the browser only
  * lays out the blocks on screen; find-in-page still sees every row.
+ * A block's placeholder height is its 256 rows at 23.6 px; the last,
+ * partial block is always laid out, so End lands on the true bottom in
+ * the first frame instead of a placeholder's worth below it.
  */
 
 #define HTML_CHUNK 256
@@ -304,7 +307,8 @@ static const char css[] =
 	".r>:nth-child(2){text-align:right}"
 	".h{font-weight:600;border-bottom:1px solid #bbb;position:sticky;top:0;background:inherit}"
 	".h a{color:inherit}.h .s:after{content:\" \\25B2\"}.h .d:after{content:\" \\25BC\"}"
-	".c{content-visibility:auto;contain-intrinsic-size:auto 6000px}"
+	".c{content-visibility:auto;contain-intrinsic-size:auto 6042px}"
+	".c:last-of-type{content-visibility:visible}"
 	".c>.r:nth-child(even){background:#f4f4f4}.c>.r:hover{background:#e8f0fe}"
 	"a{color:#15c}a:visited{color:#639}.l{color:#777}.n{margin-top:1em}"
 	"@media(prefers-color-scheme:dark){body{background:#111;color:#ddd}"
