@@ -80,6 +80,7 @@ int conf_init(struct conf *c)
 	c->listing.format = CONF_FMT_HTML;
 	c->listing.sort = CONF_SORT_NAME;
 	c->listing.window = 256;
+	c->listing.attrs_from_lookup = true;
 	if (conf_set_str(&c->root, ".") || conf_set_str(&c->error_log, "-") ||
 	    conf_set_str(&c->index, "index.html") ||
 	    conf_set_str(&c->mime_types, "/etc/mime.types") ||
@@ -294,6 +295,8 @@ static int listing_key(struct load *ld, struct conf_listing *l,
 		set_bool(ld, name, v, &l->enabled);
 	else if (!strcmp(name, "dotfiles"))
 		set_bool(ld, name, v, &l->dotfiles);
+	else if (!strcmp(name, "attrs_from_lookup"))
+		set_bool(ld, name, v, &l->attrs_from_lookup);
 	else if (!strcmp(name, "default_format")) {
 		if ((i = pick(v, formats, 3)) < 0)
 			BAD("default_format: expected html, json or ndjson, got '%s'", v);

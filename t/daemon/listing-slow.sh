@@ -75,6 +75,30 @@ checks() {
 		"$(cmp -s "$T/sf1" "$T/sf2" && cmp -s "$T/sf1" "$T/sf3" && [ -s "$T/sf1" ] && echo yes)"
 	stop_daemon
 
+	# 2b. attrs_from_lookup (on by default): an entry's attributes come
+	# with its lookup, so a listing makes no getattr per entry; off, each
+	# entry is asked again. Both listings stay exact.
+	local on_l on_g off_g
+	start_daemon --root "$D"
+	before=$(slowfs_stats "$MNT" getattr); on_l=$(slowfs_stats "$MNT" lookup)
+	check_match "listing with attrs_from_lookup on is exact" "^ok 2000" \
+		"$(python3 "$LC" match "$URL/slow/?format=json" "$T/back")"
+	on_g=$(( $(slowfs_stats "$MNT" getattr) - before ))
+	on_l=$(( $(slowfs_stats "$MNT" lookup) - on_l ))
+	echo "# attrs_from_lookup on: $on_l lookups, $on_g getattrs for 2000 entries"
+	check "on: at least one lookup per entry" yes "$([ "$on_l" -ge 2000 ] && echo yes)"
+	check "on: next to no getattr per entry" yes "$([ "$on_g" -lt 200 ] && echo yes)"
+	stop_daemon
+	printf '[server]\nroot = %s\n[listing]\nattrs_from_lookup = off\n' "$D" > "$T/c.conf"
+	start_daemon -c "$T/c.conf"
+	before=$(slowfs_stats "$MNT" getattr)
+	check_match "listing with attrs_from_lookup off is exact" "^ok 2000" \
+		"$(python3 "$LC" match "$URL/slow/?format=json" "$T/back")"
+	off_g=$(( $(slowfs_stats "$MNT" getattr) - before ))
+	echo "# attrs_from_lookup off: $off_g getattrs for 2000 entries"
+	check "off: a getattr per entry" yes "$([ "$off_g" -ge 2000 ] && echo yes)"
+	stop_daemon
+
 	# 3. The bound: with max_listings = 1, a second listing while one
 	# waits (each op 1 s) gets 503 + Retry-After; files are still served.
 	mount_slow 1000 "$T/back3"
