@@ -537,8 +537,14 @@ FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
 	memset(&o, 0, sizeof(o));
 	if (opts)
 		o = *opts;
+	/* 4096, not 1024: a cold seed-002 loop over 100,000 entries on 2
+	 * CPUs ran 6,600-17,800 of its stats synchronously on the
+	 * submitting thread at 1024, which then fed the ring's workers
+	 * late; at 4096, 200-1,200, and the cold pass took 5-8% less
+	 * (stat-bench, interleaved in one run). The CQ grows to 8192
+	 * entries (128 KiB); ops are allocated as used. */
 	if (!o.max_inflight)
-		o.max_inflight = 1024;
+		o.max_inflight = 4096;
 	/* A zeroed field takes the default, as everywhere in these opts;
 	 * the kernel's own bound (min(SQ size, 4 x CPUs)) is what makes
 	 * slow metadata crawl (DESIGN.md: 2.35 s vs 0.13 s at 64). */

@@ -17,12 +17,14 @@
 #include "first.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -45,6 +47,35 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ((uint64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+	       ((uint64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
+/* Jiffies of the whole machine: [0] all, [1] idle + iowait. */
+static void machine_ticks(unsigned long long t[2])
+{
+	unsigned long long v[8] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+
+	t[0] = t[1] = 0;
+	if (!f)
+		return;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+	           &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+		for (int i = 0; i < 8; i++)
+			t[0] += v[i];
+		t[1] = v[3] + v[4];
+	}
+	fclose(f);
+}
+
+/* What the last pass cost besides wall time. */
+static double last_cpu_ns_per_entry, last_idle_pct;
+
 static void free_list(struct one_entry *e)
 {
 	while (e) {
@@ -60,6 +91,9 @@ static double pass(const char *path, int async, long *count)
 	struct one_entry *prev = NULL;
 	struct dirent *de;
 	long n = 0, bad = 0;
+	unsigned long long m0[2], m1[2];
+	machine_ticks(m0);
+	uint64_t c0 = cpu_ns();
 	uint64_t t0 = now_ns();
 	DIR *dir = opendir(path);
 
@@ -95,6 +129,10 @@ static double pass(const char *path, int async, long *count)
 		}
 	}
 	uint64_t t1 = now_ns();
+	last_cpu_ns_per_entry = (double)(cpu_ns() - c0) / (double)(n ? n : 1);
+	machine_ticks(m1);
+	last_idle_pct = m1[0] > m0[0] ? 100.0 * (double)(m1[1] - m0[1]) /
+	                                (double)(m1[0] - m0[0]) : 0;
 	closedir(dir);
 	for (struct one_entry *e = prev; e; e = e->next)
 		bad += e->res != 0;
@@ -192,6 +230,64 @@ static double min2(double a, double b)
 	return a < b ? a : b;
 }
 
+/* Slowest / fastest CPU on one fixed walk: a random cycle through 8 MiB
+ * (past L2, within L3), as the cold lookups walk dentries, inodes and
+ * buffer heads. Thread CPU time, so other load does not count, but a
+ * vCPU whose cache the host shares with a busy neighbour does: here one
+ * vCPU took 2.3-3.3x longer than the other for this walk while a pure
+ * ALU loop ran at one speed on both. 0: not measured. */
+static double vcpu_speed_spread(void)
+{
+	enum { N = 1u << 21, STEPS = 500000 };
+	cpu_set_t old, one;
+	double lo = 1e18, hi = 0;
+	uint32_t *next = malloc(N * sizeof(*next));
+	uint64_t seed = 88172645463325252u;
+	int ncpu = 0;
+
+	if (!next || sched_getaffinity(0, sizeof(old), &old) != 0) {
+		free(next);
+		return 0;
+	}
+	/* Sattolo's shuffle: one cycle through every slot. */
+	for (uint32_t i = 0; i < N; i++)
+		next[i] = i;
+	for (uint32_t i = N - 1; i > 0; i--) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		uint32_t k = (uint32_t)(seed % i), t = next[i];
+		next[i] = next[k];
+		next[k] = t;
+	}
+	for (int c = 0; c < CPU_SETSIZE && ncpu < 64; c++) {
+		if (!CPU_ISSET(c, &old))
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) != 0)
+			continue;
+		double best = 1e18;
+		volatile uint32_t sink;
+		for (int r = 0; r < 3; r++) {
+			struct timespec a, b;
+			uint32_t j = 0;
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+			for (long i = 0; i < STEPS; i++)
+				j = next[j];
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+			sink = j;
+			best = min2(best, (double)(b.tv_sec - a.tv_sec) * 1e9 +
+			                  (double)(b.tv_nsec - a.tv_nsec));
+		}
+		(void)sink;
+		lo = min2(lo, best);
+		hi = best > hi ? best : hi;
+		ncpu++;
+	}
+	sched_setaffinity(0, sizeof(old), &old);
+	free(next);
+	return ncpu && lo > 0 ? hi / lo : 0;
+}
+
 int main(int argc, char **argv)
 {
 	async_engine_t *e;
@@ -231,28 +327,36 @@ int main(int argc, char **argv)
 	printf("cached_async_ns_per_entry: %.0f\n", a);
 	printf("cached_async_vs_sync: %.2f\n", a / s);
 
+	printf("vcpu_speed_spread: %.2f\n", vcpu_speed_spread());
 	if (drop_caches() == 0) {
 		/* Each side after its own drop; alternating the order and
 		 * keeping each side's best cancels drift between the two.
 		 * Three rounds each: on this shared 2-core VM one cold pass in
 		 * two was slowed by others' work (the ratio moved 0.53-0.82
 		 * between runs with two rounds). */
-		double cs = 1e18, ca = 1e18;
+		double cs = 1e18, ca = 1e18, cs_cpu = 0, ca_cpu = 0, ca_idle = 0;
 		int crounds = rounds > 2 ? 3 : rounds > 1 ? 2 : 1;
 		for (int r = 0; r < crounds; r++) {
 			for (int k = 0; k < 2; k++) {
 				int async = (k + r) % 2;
 				drop_caches();
 				double t = pass(argv[1], async, &n);
-				if (async)
-					ca = min2(ca, t);
-				else
-					cs = min2(cs, t);
+				if (async && t < ca) {
+					ca = t;
+					ca_cpu = last_cpu_ns_per_entry;
+					ca_idle = last_idle_pct;
+				} else if (!async && t < cs) {
+					cs = t;
+					cs_cpu = last_cpu_ns_per_entry;
+				}
 			}
 		}
 		printf("cold_sync_ns_per_entry: %.0f\n", cs);
 		printf("cold_async_ns_per_entry: %.0f\n", ca);
 		printf("cold_async_vs_sync: %.2f\n", ca / cs);
+		printf("cold_sync_cpu_ns_per_entry: %.0f\n", cs_cpu);
+		printf("cold_async_cpu_ns_per_entry: %.0f\n", ca_cpu);
+		printf("cold_async_machine_idle_pct: %.0f\n", ca_idle);
 	} else {
 		printf("cold_async_vs_sync: skipped (needs root)\n");
 	}

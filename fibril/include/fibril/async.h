@@ -139,7 +139,7 @@ typedef struct async_engine async_engine_t;
 struct async_engine_opts {
 	const char *backend;      /**< "auto" (default), "uring", "threads";
 	                               env FIBRIL_BACKEND overrides "auto" */
-	unsigned max_inflight;    /**< parallelism limit (default 1024) */
+	unsigned max_inflight;    /**< parallelism limit (default 4096) */
 	unsigned ring_entries;    /**< SQ size (default 256) */
 	unsigned iowq_bounded;    /**< io-wq bounded workers (default 64; like
 	                               every field here, 0 takes the default:
