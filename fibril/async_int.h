@@ -57,6 +57,11 @@ struct x__op {
 
 #define X__THREAD_WAITER ((fibril_t *)(uintptr_t)1)
 
+/* Internal call, run on a pool thread: reads the directory open on
+ * args[0] ahead of the caller's own readdir, then closes it
+ * (async_calls.c, x__dir_ahead). Never in the public table. */
+#define X__CALL_DIR_AHEAD ASYNC_CALL_MAX
+
 /* The submitter: one per fibril that has calls outstanding (hung off
  * fibril_slot(f, FIBRIL_SLOT_ASYNC)), plus one for the thread itself. */
 struct x__owner {
@@ -64,6 +69,9 @@ struct x__owner {
 	struct x__op *head;
 	unsigned pending;
 	bool waiting_all;
+	bool scan_ahead;        /* this run's directory read-ahead was started */
+	long scan_dfd;          /* dirfd of the current run of statx calls */
+	unsigned scan_run;      /* statx calls in a row relative to scan_dfd */
 	struct x__owner *anext, *aprev; /* engine's list of fibril owners */
 };
 

@@ -2,6 +2,7 @@
  * thread is the submitter), on the backend FIBRIL_BACKEND selects. */
 #include "first.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -493,6 +494,94 @@ START_TEST(wait_all_many)
 }
 END_TEST
 
+/* Descriptors of this process open on @path. */
+static int count_fds(const char *path)
+{
+	char link[300], target[256];
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		ssize_t l = readlink(link, target, sizeof(target) - 1);
+		if (l <= 0)
+			continue;
+		target[l] = 0;
+		n += strcmp(target, path) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* A seed-002 loop over a directory long enough to start the engine's
+ * directory read-ahead: every stat right, and the read-ahead's own
+ * descriptor closed once it is done (or at destroy), whatever it found. */
+START_TEST(dir_ahead_seed_loop)
+{
+	enum { N = 700 };
+	static struct statx sb[N + 2];
+	static long res[N + 2];
+	static char names[N + 2][256];
+	char name[16];
+	int many;
+
+	ck_assert_int_eq(mkdirat(tdfd, "many", 0755), 0);
+	many = openat(tdfd, "many", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(many, 0);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "m%04d", i);
+		int fd = openat(many, name, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(ftruncate(fd, i), 0);
+		close(fd);
+	}
+	char path[128];
+	snprintf(path, sizeof(path), "%s/many", tdir);
+	int base = count_fds(path);
+	for (int round = 0; round < 2; round++) {
+		DIR *dir = fdopendir(openat(many, ".", O_RDONLY | O_DIRECTORY));
+		ck_assert_ptr_nonnull(dir);
+		struct dirent *de;
+		int n = 0;
+		while ((de = readdir(dir)) != NULL) {
+			ck_assert_int_lt(n, N + 2);
+			snprintf(names[n], sizeof(names[n]), "%s", de->d_name);
+			long c = async_stat(dirfd(dir), names[n], &sb[n], &res[n]);
+			ck_assert_int_ge(c, 0);
+			n++;
+		}
+		ck_assert_int_eq(wait_for_async(0), 0);
+		closedir(dir);
+		ck_assert_int_eq(n, N + 2);
+		for (int i = 0; i < n; i++) {
+			ck_assert_msg(res[i] == 0, "%s: %ld", names[i], res[i]);
+			if (names[i][0] == 'm')
+				ck_assert_uint_eq(sb[i].stx_size,
+				                  (unsigned long)atoi(names[i] + 1));
+		}
+		ck_assert_uint_eq(async_engine_inflight(eng), 0);
+		/* The first round waits the read-ahead out; the second leaves
+		 * it to destroy. */
+		for (int k = 0; round == 0 && k < 500 && count_fds(path) != base; k++) {
+			struct pollfd p = { .fd = async_engine_fd(eng), .events = POLLIN };
+			ck_assert_int_ge(async_engine_process(eng, 0), 0);
+			poll(&p, 1, 10);
+		}
+		ck_assert_int_eq(count_fds(path), base);
+	}
+	async_engine_destroy(eng);
+	eng = NULL;
+	ck_assert_int_eq(count_fds(path), base);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "m%04d", i);
+		unlinkat(many, name, 0);
+	}
+	close(many);
+	ck_assert_int_eq(unlinkat(tdfd, "many", AT_REMOVEDIR), 0);
+}
+END_TEST
+
 static int cb_calls;
 static long cb_res;
 static int in_submit;
@@ -702,6 +791,7 @@ int main(void)
 	tcase_add_test(tc, errors_passed_through);
 	tcase_add_test(tc, call_table);
 	tcase_add_test(tc, wait_all_many);
+	tcase_add_test(tc, dir_ahead_seed_loop);
 	tcase_add_test(tc, callbacks);
 	tcase_add_test(tc, destroy_cancels_pending);
 	tcase_add_test(tc, kick_once_per_process);

@@ -237,7 +237,14 @@ FIBRIL_API long fibril_fadvise(int fd, int64_t offset, int64_t len, int advice);
 /** Seed 002's async_stat: submits a statx of @path relative to @dirfd
  *  (AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS) and returns at once with
  *  async_submit()'s value; the result lands in *result. Collect with
- *  wait_for_async(0). */
+ *  wait_for_async(0).
+ *
+ *  A run of 256 or more such statx calls (this or async_submit's)
+ *  relative to one @dirfd, all pending, reads as a readdir loop: the
+ *  engine then reads that directory ahead once, on a pool thread,
+ *  through a descriptor of its own (never @dirfd or its position),
+ *  until a read finds the rest cached; the descriptor is closed when
+ *  that is done or at async_engine_destroy(). */
 FIBRIL_API long async_stat(int dirfd, const char *path, struct statx *buf,
                            long *result);
 
