@@ -43,6 +43,7 @@ struct entry {
 	size_t len;
 	const char *ctype;              /* static (mime table) */
 	bool verified;
+	bool no_sidecars;               /* FILE.br, .zst, .gz absent: serves Accept-Encoding too */
 	uint64_t gen;                  /* second lookup done after the watches */
 	time_t mtime;
 	char etag[PROTO_ETAG_MAX];
@@ -236,7 +237,26 @@ static struct entry *find(const char *key, uint64_t h)
 	return NULL;
 }
 
-/* Does @e depend on @wd for the name @name (NULL: the directory itself)? */
+static const char *const sidecar_ext[] = { ".br", ".zst", ".gz" };
+
+/* Is @name the file @c (@cl bytes) or one of its sidecars? */
+static bool names_file(const char *name, const char *c, size_t cl)
+{
+	size_t nl = strlen(name);
+
+	if (nl < cl || memcmp(name, c, cl))
+		return false;
+	if (nl == cl)
+		return true;
+	for (size_t i = 0; i < sizeof sidecar_ext / sizeof *sidecar_ext; i++)
+		if (!strcmp(name + cl, sidecar_ext[i]))
+			return true;
+	return false;
+}
+
+/* Does @e depend on @wd for the name @name (NULL: the directory itself)?
+ * In the file's own directory its sidecars' names count too: an entry
+ * that answers Accept-Encoding requests must go when one appears. */
 static bool depends(const struct entry *e, int wd, const char *name)
 {
 	const char *c = e->key;
@@ -245,7 +265,8 @@ static bool depends(const struct entry *e, int wd, const char *name)
 		const char *end = strchr(c, '/');
 		size_t cl = end ? (size_t)(end - c) : strlen(c);
 		if (e->wd[i] == wd &&
-		    (!name || (strlen(name) == cl && !memcmp(name, c, cl))))
+		    (!name || (end ? strlen(name) == cl && !memcmp(name, c, cl)
+		                   : names_file(name, c, cl))))
 			return true;
 		if (!end)
 			break;
@@ -484,6 +505,8 @@ static struct shared *entry_ok(struct entry *e)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
+	if (fsd.conf.sidecars)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
 	fsd_resp_common(resp);
 	sh->refs = 1;
 	sh->r = resp;
@@ -495,19 +518,20 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 {
 	struct entry *e;
 
+	bool ae = fsd.conf.sidecars && rq->h.accept_encoding;
+
 	if (!fc || rq->h.range || rq->close ||
-	    (rq->method != FSD_M_GET && rq->method != FSD_M_HEAD) ||
-	    (fsd.conf.sidecars && rq->h.accept_encoding))
+	    (rq->method != FSD_M_GET && rq->method != FSD_M_HEAD))
 		return 1;
 	uint64_t h = hash_str(rel);
 	e = find(rel, h);
-	if (!e || !e->verified)
+	if (!e || !e->verified || (ae && !e->no_sidecars))
 		return 1;
 	sync_events();
 	if (!fc)
 		return 1;
 	e = find(rel, h);
-	if (!e || !e->verified)
+	if (!e || !e->verified || (ae && !e->no_sidecars))
 		return 1;
 	lru_unlink(e);
 	lru_front(e);
@@ -519,6 +543,8 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 		if (resp) {
 			MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
 			MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
+			if (fsd.conf.sidecars)
+				MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
 		}
 		fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);
 		return 0;
@@ -534,6 +560,26 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	sh->refs++;
 	fsd_req_respond_shared(rq, MHD_HTTP_OK, sh->r, e->len, shared_put, sh);
 	return 0;
+}
+
+/* Does any sidecar name of @rel exist (or can't we tell)? Asked once
+ * the watches exist, so one created later is an event that drops the
+ * entry (depends()). */
+static bool sidecars_exist(struct fsd_req *rq, const char *rel)
+{
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof sidecar_ext / sizeof *sidecar_ext; i++) {
+		struct lk_file f;
+		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, sidecar_ext[i]) >= sizeof path)
+			return true;
+		int r = lk_open(fsd.lkroot, path, O_PATH | O_NOFOLLOW, rq->group, &f);
+		if (r == 0)
+			close(f.fd);
+		if (r != -ENOENT)
+			return true;
+	}
+	return false;
 }
 
 static bool same_file(const struct statx *a, const struct statx *b)
@@ -597,7 +643,6 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	if (!fc || rq->method != FSD_M_GET || !*rel || len != stx->stx_size ||
 	    len > fsd.conf.small_file_max || len > fsd.conf.fcache_bytes / 4 ||
 	    !S_ISREG(stx->stx_mode) || stx->stx_nlink != 1 ||
-	    (fsd.conf.sidecars && rq->h.accept_encoding) ||
 	    proto_httpdate_format((time_t)stx->stx_mtime.tv_sec, lastmod) < 0)
 		return;
 	drain();
@@ -663,7 +708,10 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 		entry_drop(e);
 		return;
 	}
+	bool none = fsd.conf.sidecars && !sidecars_exist(rq, rel);
 	drain();
-	if (fc && (e = find(rel, h)) && e->gen == gen)
+	if (fc && (e = find(rel, h)) && e->gen == gen) {
 		e->verified = true;
+		e->no_sidecars = none;
+	}
 }

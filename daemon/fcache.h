@@ -27,8 +27,11 @@
  * one hard link (a write through another name is not reported to our
  * directories), paths through a symlink, files not on the root's mount,
  * roots on filesystems whose changes inotify cannot see (NFS, FUSE,
- * CIFS...), ranges, sidecar negotiation (Accept-Encoding with sidecars
- * on), requests whose connection closes after the answer. Writes through
+ * CIFS...), ranges, requests whose connection closes after the answer,
+ * and, while sidecars are on, requests with Accept-Encoding for a file
+ * that has a sidecar name (FILE.br, .zst, .gz) next to it: an entry
+ * answers those only if none existed once its watches were in place, and
+ * an event naming a sidecar drops it like one naming the file. Writes through
  * a shared mmap are not reported by inotify: such a writer must not be
  * used under the served tree if the cache is on.
  */

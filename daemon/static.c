@@ -399,9 +399,13 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 	const char *ae = rq->h.accept_encoding;
 	char path[4096];
 
-	if (!fsd.conf.sidecars || !ae)
+	/* Vary on every answer while sidecars are on, with or without
+	 * Accept-Encoding: the choice depends on it either way. */
+	if (!fsd.conf.sidecars)
 		return;
 	rp->vary = true;
+	if (!ae)
+		return;
 	for (size_t i = 0; i < sizeof sc / sizeof *sc; i++) {
 		struct lk_file s;
 		if (!accepts(ae, sc[i].coding))
@@ -498,7 +502,7 @@ static void serve_file(struct fsd_req *rq, struct lk_file *f,
 		}
 	}
 	resp = body(rq, rp.f.fd, 0, size, rel,
-	            rp.encoding || rp.vary ? NULL : &rp.f.stx);
+	            rp.encoding ? NULL : &rp.f.stx);
 	if (!resp) {
 		fsd_req_error(rq, 500);
 		return;

@@ -138,6 +138,43 @@ print("%d stale of 300" % stale)
 PY
 )"
 
+	# Sidecars: an Accept-Encoding request is answered from the cache
+	# only for a file with no FILE.gz/.br/.zst; one created is used on
+	# the very next request (same keep-alive connection), and once it is
+	# removed the plain body is back. Vary on every answer.
+	put "$D/many/s.txt"
+	local h
+	h=$(curl -s -D - -o /dev/null -H 'Accept-Encoding: gzip' "$URL/many/s.txt" "$URL/many/s.txt" | tr -d '\r')
+	check "no sidecar, Accept-Encoding: Vary on both answers" 2 "$(grep -c '^Vary: Accept-Encoding' <<< "$h")"
+	check "no sidecar, Accept-Encoding: no Content-Encoding" 0 "$(grep -ci '^Content-Encoding' <<< "$h")"
+	check "no Accept-Encoding: Vary too" "Accept-Encoding" \
+		"$(curl -s -D - -o /dev/null "$URL/many/s.txt" | tr -d '\r' | sed -n 's/^Vary: //Ip')"
+	check "sidecar appears and goes, keep-alive rounds" "0 wrong of 100" "$(python3 - "$PORT" "$D/many/s.txt" <<'PY'
+import gzip, http.client, os, sys
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+path = sys.argv[2]
+plain = open(path, "rb").read()
+def get():
+    conn.request("GET", "/many/s.txt", headers={"Accept-Encoding": "gzip"})
+    r = conn.getresponse()
+    return r.getheader("Content-Encoding"), r.read()
+wrong = 0
+for i in range(100):
+    get(); get()                          # cached (no sidecar)
+    gz = gzip.compress(plain)
+    with open(path + ".gz.tmp", "wb") as f:
+        f.write(gz)
+    os.chmod(path + ".gz.tmp", 0o644)
+    os.rename(path + ".gz.tmp", path + ".gz")
+    if get() != ("gzip", gz):
+        wrong += 1
+    os.unlink(path + ".gz")
+    if get() != (None, plain):
+        wrong += 1
+print("%d wrong of 100" % wrong)
+PY
+)"
+
 	# A cache of 3 entries (fcache_entries): 20 files evict each other,
 	# every fetch still byte-exact, every change still seen.
 	stop_daemon
