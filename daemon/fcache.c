@@ -649,7 +649,14 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	if (!fc)
 		return;
 	uint64_t h = hash_str(rel);
-	if ((e = find(rel, h)))
+	/* A file with a sidecar the client did not get (older than FILE, or
+	 * a coding it does not accept): its entry, good for requests without
+	 * Accept-Encoding, stays as it is instead of being made again for
+	 * every such request. */
+	if ((e = find(rel, h)) && e->verified && !e->no_sidecars &&
+	    fsd.conf.sidecars && rq->h.accept_encoding)
+		return;
+	if (e)
 		entry_drop(e);
 	int depth = add_watches(rel, wd);
 	if (depth < 0) {
@@ -709,6 +716,8 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 		return;
 	}
 	bool none = fsd.conf.sidecars && !sidecars_exist(rq, rel);
+	if (!fc)	/* turned off while those lookups were parked */
+		return;
 	drain();
 	if (fc && (e = find(rel, h)) && e->gen == gen) {
 		e->verified = true;

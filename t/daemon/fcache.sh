@@ -191,6 +191,53 @@ PY
 		cmp -s "$T/got" "$D/many/$i.txt" || bad=$((bad + 1))
 	done
 	check "fcache_entries = 3: 20 files, all fresh" 0 "$bad"
+	stop_daemon
+
+	# More directories than a worker's watch table holds (~3,000): the
+	# cache turns itself off while other requests' fills are parked in
+	# their lookups (64 clients at once; as root the dentry cache is
+	# dropped first so that the lookups do park). Every answer stays
+	# right and the daemon keeps serving.
+	{ cat "$conf"; echo "fcache_entries = 100000"; } > "$T/big.conf"
+	rm -rf "$D/w"
+	python3 - "$D/w" <<'PY'
+import os, sys
+for i in range(2000):
+    d = os.path.join(sys.argv[1], "d%d" % i, "e")
+    os.makedirs(d)
+    with open(os.path.join(d, "f.txt"), "w") as f:
+        f.write("w%d\n" % i)
+    os.chmod(os.path.join(d, "f.txt"), 0o644)
+for root, dirs, files in os.walk(sys.argv[1]):
+    os.chmod(root, 0o755)
+PY
+	start_daemon --root "$D" -c "$T/big.conf"
+	[ -w /proc/sys/vm/drop_caches ] && echo 2 > /proc/sys/vm/drop_caches
+	check "watch table full: 2,000 files from 64 clients, all right" "0 wrong of 2000" \
+		"$(python3 - "$PORT" <<'PY'
+import http.client, sys, threading
+port = int(sys.argv[1]); wrong = [0]; lock = threading.Lock()
+def client(k):
+    conn = None
+    for i in range(k, 2000, 64):
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/w/d%d/e/f.txt" % i)
+            r = conn.getresponse()
+            ok = r.read() == b"w%d\n" % i
+        except (OSError, http.client.HTTPException):
+            ok, conn = False, None
+        if not ok:
+            with lock:
+                wrong[0] += 1
+ts = [threading.Thread(target=client, args=(k,)) for k in range(64)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("%d wrong of 2000" % wrong[0])
+PY
+)"
+	check "and the daemon still serves" "w7" "$(curl -s "$URL/w/d7/e/f.txt")"
 }
 
 run_backends checks
