@@ -277,6 +277,15 @@ static void x__ahead_done(void *arg, long res)
  * waits instead (the loop's fell to ~23 per pass). It never
  * touches the caller's descriptor or position, and the caller sees no
  * op of it (not even in async_engine_inflight()): it is the engine's. */
+/* The run is over once nothing of it is pending: a next directory,
+ * even one that gets the same descriptor number, starts afresh. */
+static void x__scan_reset(struct x__owner *o)
+{
+	o->scan_dfd = -1;
+	o->scan_run = 0;
+	o->scan_ahead = false;
+}
+
 static void x__scan_note(async_engine_t *e, struct x__owner *o, long dfd)
 {
 	if (dfd != o->scan_dfd) {
@@ -504,6 +513,8 @@ static long x__wait_one(async_engine_t *e, long cookie)
 	struct x__owner *o = op->owner;
 	op->waiter = NULL;
 	x__reap(e, op);
+	if (o && !o->pending)
+		x__scan_reset(o);
 	if (o && o->f == self)
 		x__owner_put(e, o);
 	return res;
@@ -533,9 +544,7 @@ static long x__wait_all(async_engine_t *e)
 		if (!(op->holds & X__HOLD_WAITER))
 			x__reap(e, op);
 	}
-	o->scan_dfd = -1;
-	o->scan_run = 0;
-	o->scan_ahead = false;
+	x__scan_reset(o);
 	x__owner_put(e, o);
 	return 0;
 }

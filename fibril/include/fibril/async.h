@@ -244,7 +244,11 @@ FIBRIL_API long fibril_fadvise(int fd, int64_t offset, int64_t len, int advice);
  *  engine then reads that directory ahead once, on a pool thread,
  *  through a descriptor of its own (never @dirfd or its position),
  *  until a read finds the rest cached; the descriptor is closed when
- *  that is done or at async_engine_destroy(). */
+ *  that is done or at async_engine_destroy(). That descriptor is opened
+ *  (openat(@dirfd, ".")) by the 256th submit itself, on the caller's
+ *  thread, so that the caller may close @dirfd at once: on a network
+ *  or FUSE file system that submit waits one round trip. A later run
+ *  (after everything of this one completed) starts afresh. */
 FIBRIL_API long async_stat(int dirfd, const char *path, struct statx *buf,
                            long *result);
 
