@@ -183,5 +183,11 @@ int fsd_static_from_cache(struct fsd_req *rq);
 /* mime */
 int fsd_mime_load(const char *path);
 const char *fsd_mime_type(const char *name);
+/* Precompressed sidecars, in order of preference: FILE + ext is sent
+ * with Content-Encoding: coding (static.c); fcache.c watches the same
+ * names. */
+struct fsd_sidecar { const char *ext, *coding; };
+#define FSD_NSIDECARS 3
+extern const struct fsd_sidecar fsd_sidecars[FSD_NSIDECARS];
 
 #endif

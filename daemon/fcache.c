@@ -237,8 +237,6 @@ static struct entry *find(const char *key, uint64_t h)
 	return NULL;
 }
 
-static const char *const sidecar_ext[] = { ".br", ".zst", ".gz" };
-
 /* Is @name the file @c (@cl bytes) or one of its sidecars? */
 static bool names_file(const char *name, const char *c, size_t cl)
 {
@@ -248,8 +246,8 @@ static bool names_file(const char *name, const char *c, size_t cl)
 		return false;
 	if (nl == cl)
 		return true;
-	for (size_t i = 0; i < sizeof sidecar_ext / sizeof *sidecar_ext; i++)
-		if (!strcmp(name + cl, sidecar_ext[i]))
+	for (size_t i = 0; i < FSD_NSIDECARS; i++)
+		if (!strcmp(name + cl, fsd_sidecars[i].ext))
 			return true;
 	return false;
 }
@@ -483,6 +481,15 @@ bool fsd_fcache_active(void)
 	return fc && fc->n;
 }
 
+/* What both the 200 and the 304 of an entry carry. */
+static void add_validators(struct MHD_Response *resp, const struct entry *e)
+{
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
+	if (fsd.conf.sidecars)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+}
+
 /* The entry's shared 200 response, made on its first hit. */
 static struct shared *entry_ok(struct entry *e)
 {
@@ -503,10 +510,7 @@ static struct shared *entry_ok(struct entry *e)
 	e->body->refs++;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, e->ctype);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
-	if (fsd.conf.sidecars)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	add_validators(resp, e);
 	fsd_resp_common(resp);
 	sh->refs = 1;
 	sh->r = resp;
@@ -514,24 +518,28 @@ static struct shared *entry_ok(struct entry *e)
 	return sh;
 }
 
+/* The entry that may answer a request (@ae: one with Accept-Encoding
+ * while sidecars are on), or NULL. */
+static struct entry *find_usable(const char *rel, uint64_t h, bool ae)
+{
+	struct entry *e = find(rel, h);
+
+	return e && e->verified && (!ae || e->no_sidecars) ? e : NULL;
+}
+
 int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 {
 	struct entry *e;
-
 	bool ae = fsd.conf.sidecars && rq->h.accept_encoding;
 
 	if (!fc || rq->h.range || rq->close ||
 	    (rq->method != FSD_M_GET && rq->method != FSD_M_HEAD))
 		return 1;
 	uint64_t h = hash_str(rel);
-	e = find(rel, h);
-	if (!e || !e->verified || (ae && !e->no_sidecars))
+	if (!find_usable(rel, h, ae))
 		return 1;
 	sync_events();
-	if (!fc)
-		return 1;
-	e = find(rel, h);
-	if (!e || !e->verified || (ae && !e->no_sidecars))
+	if (!fc || !(e = find_usable(rel, h, ae)))
 		return 1;
 	lru_unlink(e);
 	lru_front(e);
@@ -540,12 +548,8 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	switch (fsd_req_cond(rq, e->etag, e->mtime)) {
 	case PROTO_COND_NOT_MODIFIED:
 		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-		if (resp) {
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
-			if (fsd.conf.sidecars)
-				MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
-		}
+		if (resp)
+			add_validators(resp, e);
 		fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);
 		return 0;
 	case PROTO_COND_PRECONDITION_FAILED:
@@ -569,9 +573,9 @@ static bool sidecars_exist(struct fsd_req *rq, const char *rel)
 {
 	char path[PATH_MAX];
 
-	for (size_t i = 0; i < sizeof sidecar_ext / sizeof *sidecar_ext; i++) {
+	for (size_t i = 0; i < FSD_NSIDECARS; i++) {
 		struct lk_file f;
-		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, sidecar_ext[i]) >= sizeof path)
+		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, fsd_sidecars[i].ext) >= sizeof path)
 			return true;
 		int r = lk_open(fsd.lkroot, path, O_PATH | O_NOFOLLOW, rq->group, &f);
 		if (r == 0)

@@ -391,11 +391,12 @@ static bool accepts(const char *ae, const char *coding)
 /* Precompressed sidecars (FILE.br, FILE.zst, FILE.gz): the first one the
  * client accepts that exists, is a regular file and is not older than
  * FILE replaces it. */
+const struct fsd_sidecar fsd_sidecars[FSD_NSIDECARS] = {
+	{ ".br", "br" }, { ".zst", "zstd" }, { ".gz", "gzip" },
+};
+
 static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 {
-	static const struct { const char *ext, *coding; } sc[] = {
-		{ ".br", "br" }, { ".zst", "zstd" }, { ".gz", "gzip" },
-	};
 	const char *ae = rq->h.accept_encoding;
 	char path[4096];
 
@@ -406,11 +407,11 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 	rp->vary = true;
 	if (!ae)
 		return;
-	for (size_t i = 0; i < sizeof sc / sizeof *sc; i++) {
+	for (size_t i = 0; i < FSD_NSIDECARS; i++) {
 		struct lk_file s;
-		if (!accepts(ae, sc[i].coding))
+		if (!accepts(ae, fsd_sidecars[i].coding))
 			continue;
-		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, sc[i].ext) >= sizeof path)
+		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, fsd_sidecars[i].ext) >= sizeof path)
 			return;
 		if (lk_open(fsd.lkroot, path, OPEN_FLAGS, rq->group, &s) < 0)
 			continue;
@@ -423,7 +424,7 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 		}
 		close(rp->f.fd);
 		rp->f = s;
-		rp->encoding = sc[i].coding;
+		rp->encoding = fsd_sidecars[i].coding;
 		return;
 	}
 }

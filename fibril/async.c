@@ -269,14 +269,6 @@ static void x__ahead_done(void *arg, long res)
 		close((int)(intptr_t)arg);
 }
 
-/* Called after @o submitted a statx relative to @dfd. On a cold
- * directory the loop's own readdir blocks on each directory block while
- * the workers run dry (measured: ~540 such waits per cold pass over
- * 100,000 names, a CPU going idle after ~300 of them); a pool thread
- * reading the directory ahead through its own descriptor takes those
- * waits instead (the loop's fell to ~23 per pass). It never
- * touches the caller's descriptor or position, and the caller sees no
- * op of it (not even in async_engine_inflight()): it is the engine's. */
 /* The run is over once nothing of it is pending: a next directory,
  * even one that gets the same descriptor number, starts afresh. */
 static void x__scan_reset(struct x__owner *o)
@@ -286,6 +278,14 @@ static void x__scan_reset(struct x__owner *o)
 	o->scan_ahead = false;
 }
 
+/* Called after @o submitted a statx relative to @dfd. On a cold
+ * directory the loop's own readdir blocks on each directory block while
+ * the workers run dry (measured: ~540 such waits per cold pass over
+ * 100,000 names, a CPU going idle after ~300 of them); a pool thread
+ * reading the directory ahead through its own descriptor takes those
+ * waits instead (the loop's fell to ~23 per pass). It never
+ * touches the caller's descriptor or position, and the caller sees no
+ * op of it (not even in async_engine_inflight()): it is the engine's. */
 static void x__scan_note(async_engine_t *e, struct x__owner *o, long dfd)
 {
 	if (dfd != o->scan_dfd) {
