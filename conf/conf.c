@@ -81,6 +81,7 @@ int conf_init(struct conf *c)
 	c->listing.sort = CONF_SORT_NAME;
 	c->listing.window = 256;
 	c->listing.attrs_from_lookup = true;
+	c->listing.background = true;
 	if (conf_set_str(&c->root, ".") || conf_set_str(&c->error_log, "-") ||
 	    conf_set_str(&c->index, "index.html") ||
 	    conf_set_str(&c->mime_types, "/etc/mime.types") ||
@@ -297,6 +298,8 @@ static int listing_key(struct load *ld, struct conf_listing *l,
 		set_bool(ld, name, v, &l->dotfiles);
 	else if (!strcmp(name, "attrs_from_lookup"))
 		set_bool(ld, name, v, &l->attrs_from_lookup);
+	else if (!strcmp(name, "background"))
+		set_bool(ld, name, v, &l->background);
 	else if (!strcmp(name, "default_format")) {
 		if ((i = pick(v, formats, 3)) < 0)
 			BAD("default_format: expected html, json or ndjson, got '%s'", v);

@@ -32,6 +32,7 @@ struct conf_listing {
 	enum conf_listing_sort sort;  /**< default_sort (default name) */
 	unsigned window;              /**< statx window (default 256) */
 	bool attrs_from_lookup;       /**< statx with AT_STATX_DONT_SYNC (default true) */
+	bool background;              /**< the scan's I/O at SCHED_IDLE (default true) */
 };
 
 /** A [dir "/path"] section: settings for a URL path prefix. */

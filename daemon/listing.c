@@ -184,6 +184,8 @@ static void scan_opts(struct lst_run *r, const struct conf_listing *cfg,
 		o->flags |= LK_SCAN_DOTFILES;
 	if (cfg->attrs_from_lookup)
 		o->flags |= LK_SCAN_LOOKUP_ATTRS;
+	if (cfg->background)
+		o->flags |= LK_SCAN_BACKGROUND;
 	if (r->p.q.dirs_first)
 		o->flags |= LK_SCAN_DIRS_FIRST;
 	/* order=asc is A-Z, smallest, oldest first. The engine orders

@@ -26,7 +26,7 @@
 #include "fibril/async_event.h"
 #include "fibril/async_int.h"
 
-#define X__FLAGS_ALL (ASYNC_F_SYNC | ASYNC_F_NOINLINE)
+#define X__FLAGS_ALL (ASYNC_F_SYNC | ASYNC_F_NOINLINE | ASYNC_F_BACKGROUND)
 
 static __thread async_engine_t *x__cur;
 
@@ -313,8 +313,7 @@ static void x__scan_note(async_engine_t *e, struct x__owner *o, long dfd)
 	op->cb = x__ahead_done;
 	op->cb_arg = (void *)(intptr_t)fd;
 	op->holds = X__HOLD_CB;
-	op->where = X__IN_POOL;
-	if (x__pool_submit(e, op) < 0) {
+	if (x__pool_submit(e, op, false) < 0) {
 		op->holds = 0;
 		op->state = X__DONE;
 		x__op_free(e, op);
@@ -405,12 +404,14 @@ static long x__submit(unsigned long flags, long *result, long call,
 	}
 
 	int rc;
-	if (e->ring && x__uring_supports(e, call, args)) {
+	/* Background calls never go to the ring: its io-wq workers are
+	 * the submitting thread's, at its priority. */
+	if (e->ring && !(flags & ASYNC_F_BACKGROUND) &&
+	    x__uring_supports(e, call, args)) {
 		op->where = X__IN_RING;
 		rc = x__uring_submit(e, op);
 	} else {
-		op->where = X__IN_POOL;
-		rc = x__pool_submit(e, op);
+		rc = x__pool_submit(e, op, flags & ASYNC_F_BACKGROUND);
 	}
 	if (rc < 0) {
 		/* The backend is saturated: the call simply goes the other
@@ -573,7 +574,7 @@ FIBRIL_API int async_cancel(long cookie)
 	if (op->cancel_requested)
 		return 0;
 	op->cancel_requested = 1;
-	if (op->where == X__IN_POOL)
+	if (op->where == X__IN_POOL || op->where == X__IN_BGPOOL)
 		(void)x__pool_cancel(e, op);  /* -EBUSY: running, let it finish */
 	else if (op->where == X__IN_RING)
 		(void)x__uring_cancel(e, op);
@@ -648,7 +649,7 @@ FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
 		free(e);
 		return rc;
 	}
-	rc = x__pool_create(e, o.pool_threads);
+	rc = x__pool_create(e, o.pool_threads, o.bg_threads);
 	if (rc < 0)
 		goto fail;
 	if (strcmp(want, "threads") != 0) {

@@ -27,7 +27,10 @@ x__async_test_ldadd = fibril/libfibril.la $(CHECK_LIBS) $(URING_LIBS) -lpthread
 x__async_test_cflags = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 check_PROGRAMS += t/fibril/test_async t/fibril/test_async_fibrils \
-	t/fibril/test_async_event
+	t/fibril/test_async_event t/fibril/test_async_bg
+t_fibril_test_async_bg_SOURCES = t/fibril/test_async_bg.c t/fibril/async_check.h
+t_fibril_test_async_bg_CFLAGS = $(x__async_test_cflags)
+t_fibril_test_async_bg_LDADD = $(x__async_test_ldadd)
 t_fibril_test_async_SOURCES = t/fibril/test_async.c t/fibril/async_check.h
 t_fibril_test_async_CFLAGS = $(x__async_test_cflags)
 t_fibril_test_async_LDADD = $(x__async_test_ldadd)
@@ -41,7 +44,7 @@ t_fibril_test_async_event_CFLAGS = $(x__async_test_cflags) $(LIBEVENT_CFLAGS)
 t_fibril_test_async_event_LDADD = $(x__async_test_ldadd) $(LIBEVENT_LIBS)
 
 x__async_unit = t/fibril/test_async t/fibril/test_async_fibrils \
-	t/fibril/test_async_event \
+	t/fibril/test_async_event t/fibril/test_async_bg \
 	contrib/examples/poll-host contrib/examples/seed002
 TESTS += $(x__async_unit) $(x__async_unit:=-threads.sh)
 UNIT_TESTS += $(x__async_unit) $(x__async_unit:=-threads.sh)

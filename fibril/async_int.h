@@ -30,7 +30,7 @@ enum {
 enum { X__PENDING = 1, X__DONE = 2 };
 
 /* Where a pending op lives. */
-enum { X__IN_RING = 1, X__IN_POOL = 2 };
+enum { X__IN_RING = 1, X__IN_POOL = 2, X__IN_BGPOOL = 3 };
 
 struct x__owner;
 
@@ -84,6 +84,8 @@ struct async_engine {
 	const char *backend;
 	struct x__uring *ring;  /* NULL on the threads backend */
 	struct x__pool *pool;   /* always present; threads spawn on demand */
+	struct x__pool *bgpool; /* ASYNC_F_BACKGROUND calls; made on first use */
+	unsigned bg_max;        /* its thread bound */
 	uint8_t route_ring[ASYNC_CALL_MAX]; /* 1: this call goes to the ring */
 
 	struct x__op **chunks;
@@ -133,10 +135,12 @@ bool x__uring_busy(async_engine_t *e);  /* queued SQEs or ready CQEs */
 void x__uring_destroy(async_engine_t *e);
 
 /* async_pool.c */
-int x__pool_create(async_engine_t *e, unsigned nthreads);
-int x__pool_submit(async_engine_t *e, struct x__op *op);
+int x__pool_create(async_engine_t *e, unsigned nthreads, unsigned bg_threads);
+/* Sets op->where: the background pool's when @background (and it
+ * could be made), else the foreground pool's. */
+int x__pool_submit(async_engine_t *e, struct x__op *op, bool background);
 void x__pool_flush(async_engine_t *e);  /* hands queued calls to the threads */
-int x__pool_reap(async_engine_t *e, unsigned budget);
+int x__pool_reap(async_engine_t *e, unsigned budget);   /* both pools */
 int x__pool_cancel(async_engine_t *e, struct x__op *op); /* 0 or -EBUSY (running) */
 bool x__pool_busy(async_engine_t *e);    /* completions waiting */
 void x__pool_destroy(async_engine_t *e);

@@ -3,6 +3,13 @@
  * system call. Serves what the ring lacks (getdents64, readlinkat) and
  * everything when io_uring is unavailable.
  *
+ * An engine has up to two pools: the foreground one, and one for calls
+ * submitted with ASYNC_F_BACKGROUND, made on first use, whose threads
+ * run at SCHED_IDLE. The kernel then gives them only the CPU time that
+ * everything else leaves, and a completing background call never
+ * preempts the thread serving requests (a slow listing's statx calls
+ * woke io-wq workers 2,000 times per listing, each able to preempt).
+ *
  * Threads are spawned on demand up to the bound and then kept. Results
  * go to a done list; only the transition empty -> non-empty writes the
  * engine's eventfd, so a burst of completions costs one wake-up. The
@@ -12,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -38,6 +46,7 @@ struct x__pool {
 	 * from idle: a thread that is not busy will take one call. */
 	unsigned nthreads, idle, busy, qlen, max;
 	bool stop;
+	bool background;        /* threads run at SCHED_IDLE */
 	int efd;
 	pthread_t *threads;
 };
@@ -46,6 +55,11 @@ static void *x__pool_main(void *arg)
 {
 	struct x__pool *p = arg;
 
+	/* Cannot fail for SCHED_IDLE short of a seccomp filter; the calls
+	 * then simply run at normal priority. */
+	if (p->background)
+		(void)sched_setscheduler(0, SCHED_IDLE,
+					 &(struct sched_param){ .sched_priority = 0 });
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (!p->qhead && !p->stop) {
@@ -90,23 +104,30 @@ static void *x__pool_main(void *arg)
 	return NULL;
 }
 
-int x__pool_create(async_engine_t *e, unsigned nthreads)
+static struct x__pool *pool_new(int efd, unsigned max, bool background)
 {
 	struct x__pool *p = calloc(1, sizeof(*p));
 
 	if (!p)
-		return -ENOMEM;
-	p->max = nthreads ? nthreads : 16;
+		return NULL;
+	p->max = max;
 	p->threads = calloc(p->max, sizeof(*p->threads));
 	if (!p->threads) {
 		free(p);
-		return -ENOMEM;
+		return NULL;
 	}
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	p->efd = e->efd;
-	e->pool = p;
-	return 0;
+	p->efd = efd;
+	p->background = background;
+	return p;
+}
+
+int x__pool_create(async_engine_t *e, unsigned nthreads, unsigned bg_threads)
+{
+	e->pool = pool_new(e->efd, nthreads ? nthreads : 16, false);
+	e->bg_max = bg_threads ? bg_threads : 64;
+	return e->pool ? 0 : -ENOMEM;
 }
 
 /* Signals stay with the application's threads; a small stack is
@@ -129,10 +150,19 @@ static int x__pool_spawn(struct x__pool *p, pthread_t *t)
 
 #define X__POOL_BATCH 32
 
-int x__pool_submit(async_engine_t *e, struct x__op *op)
+static void pool_flush(async_engine_t *e, struct x__pool *p);
+
+int x__pool_submit(async_engine_t *e, struct x__op *op, bool background)
 {
 	struct x__pool *p = e->pool;
 
+	/* Without a background pool (out of memory) the call still runs,
+	 * in the foreground. */
+	if (background && !e->bgpool)
+		e->bgpool = pool_new(e->efd, e->bg_max, true);
+	if (background && e->bgpool)
+		p = e->bgpool;
+	op->where = p == e->pool ? X__IN_POOL : X__IN_BGPOOL;
 	op->pool_state = X__QUEUED;
 	op->next = NULL;
 	if (p->ltail)
@@ -141,15 +171,14 @@ int x__pool_submit(async_engine_t *e, struct x__op *op)
 		p->lhead = op;
 	p->ltail = op;
 	if (++p->lcount >= X__POOL_BATCH)
-		x__pool_flush(e);
+		pool_flush(e, p);
 	else if (p->lcount == 1)
 		x__kick(e);
 	return 0;
 }
 
-void x__pool_flush(async_engine_t *e)
+static void pool_flush(async_engine_t *e, struct x__pool *p)
 {
-	struct x__pool *p = e->pool;
 	struct x__op *list = p ? p->lhead : NULL;
 	unsigned n, spawn = 0, first, free_threads;
 
@@ -200,9 +229,14 @@ void x__pool_flush(async_engine_t *e)
 	}
 }
 
-int x__pool_reap(async_engine_t *e, unsigned budget)
+void x__pool_flush(async_engine_t *e)
 {
-	struct x__pool *p = e->pool;
+	pool_flush(e, e->pool);
+	pool_flush(e, e->bgpool);
+}
+
+static int pool_reap(async_engine_t *e, struct x__pool *p, unsigned budget)
+{
 	struct x__op *list, *rest = NULL;
 	int n = 0;
 
@@ -236,9 +270,17 @@ int x__pool_reap(async_engine_t *e, unsigned budget)
 	return n;
 }
 
+int x__pool_reap(async_engine_t *e, unsigned budget)
+{
+	int n = pool_reap(e, e->pool, budget);
+	if (!budget || (unsigned)n < budget)
+		n += pool_reap(e, e->bgpool, budget ? budget - n : 0);
+	return n;
+}
+
 int x__pool_cancel(async_engine_t *e, struct x__op *op)
 {
-	struct x__pool *p = e->pool;
+	struct x__pool *p = op->where == X__IN_BGPOOL ? e->bgpool : e->pool;
 	struct x__op **pp;
 	int rc = -EBUSY;
 
@@ -275,15 +317,19 @@ int x__pool_cancel(async_engine_t *e, struct x__op *op)
 	return rc;
 }
 
-bool x__pool_busy(async_engine_t *e)
+static bool pool_busy(struct x__pool *p)
 {
-	return e->pool && (e->pool->lhead ||
-	       atomic_load_explicit(&e->pool->ndone, memory_order_relaxed) > 0);
+	return p && (p->lhead ||
+	       atomic_load_explicit(&p->ndone, memory_order_relaxed) > 0);
 }
 
-void x__pool_destroy(async_engine_t *e)
+bool x__pool_busy(async_engine_t *e)
 {
-	struct x__pool *p = e->pool;
+	return pool_busy(e->pool) || pool_busy(e->bgpool);
+}
+
+static void pool_destroy(async_engine_t *e, struct x__pool *p)
+{
 	struct x__op *q;
 
 	if (!p)
@@ -313,10 +359,17 @@ void x__pool_destroy(async_engine_t *e)
 	 * of a system call safely. */
 	for (unsigned i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
-	x__pool_reap(e, 0);
+	pool_reap(e, p, 0);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p->threads);
 	free(p);
+}
+
+void x__pool_destroy(async_engine_t *e)
+{
+	pool_destroy(e, e->bgpool);
+	e->bgpool = NULL;
+	pool_destroy(e, e->pool);
 	e->pool = NULL;
 }

@@ -138,6 +138,11 @@ static void slot_put(struct lk__flight *f, struct lk__slot *s)
 
 static void slot_cb(void *arg, long res);
 
+static unsigned long submit_flags(const struct lk__flight *f)
+{
+	return (f->flags & LK_SCAN_BACKGROUND) ? ASYNC_F_BACKGROUND : 0;
+}
+
 /* Submits the slot's current step: 1 pending, 0 done (s->res holds it). */
 static int slot_issue(struct lk__flight *f, struct lk__slot *s)
 {
@@ -194,7 +199,7 @@ static int slot_issue(struct lk__flight *f, struct lk__slot *s)
 		break;
 	}
 	}
-	long r = lk__submit(0, &s->res, call, a, slot_cb, s);
+	long r = lk__submit(submit_flags(f), &s->res, call, a, slot_cb, s);
 	if (r > 0) {
 		s->cookie = r;
 		f->inflight++;
@@ -409,7 +414,8 @@ static int getdents_issue(struct lk__flight *f)
 	}
 	unsigned long a[3] = { (unsigned long)f->dirfd, (unsigned long)f->gbuf,
 			       f->gbuf_size };
-	long r = lk__submit(0, &f->gres, ASYNC_GETDENTS64, a, gd_cb, f);
+	long r = lk__submit(submit_flags(f), &f->gres, ASYNC_GETDENTS64, a,
+			    gd_cb, f);
 	if (r > 0) {
 		f->gcookie = r;
 		f->inflight++;
@@ -567,7 +573,8 @@ static bool local_fs(int fd)
 }
 
 #define KEY_FLAGS (LK_SCAN_DESC | LK_SCAN_DIRS_FIRST | LK_SCAN_DOTFILES | \
-		   LK_SCAN_DOTDOT | LK_SCAN_NO_LINKS | LK_SCAN_LOOKUP_ATTRS)
+		   LK_SCAN_DOTDOT | LK_SCAN_NO_LINKS | LK_SCAN_LOOKUP_ATTRS | \
+		   LK_SCAN_BACKGROUND)
 
 static void consumer_link(struct lk__flight *f, struct lk_scan *s)
 {

@@ -65,6 +65,7 @@ START_TEST(defaults)
 	ck_assert(c.sidecars);
 	ck_assert(c.listing.enabled);
 	ck_assert(c.listing.attrs_from_lookup);
+	ck_assert(c.listing.background);
 	ck_assert(!c.listing.dotfiles);
 	ck_assert_ptr_null(c.access_log);
 	ck_assert_uint_eq(c.nlisten, 0);
@@ -101,6 +102,7 @@ START_TEST(full_file)
 	             "default_sort = mtime\n"
 	             "window = 64\n"
 	             "attrs_from_lookup = off\n"
+	             "background = off\n"
 	             "[dir \"/private/\"]\n"
 	             "listing = off\n"
 	             "[dir \"/private/open\"]\n"
@@ -129,6 +131,7 @@ START_TEST(full_file)
 	ck_assert_int_eq(c.listing.sort, CONF_SORT_MTIME);
 	ck_assert_uint_eq(c.listing.window, 64);
 	ck_assert(!c.listing.attrs_from_lookup);
+	ck_assert(!c.listing.background);
 
 	struct conf_listing l;
 	conf_listing_for(&c, "/private/x/", &l);

@@ -88,15 +88,24 @@ checks() {
 	echo "# attrs_from_lookup on: $on_l lookups, $on_g getattrs for 2000 entries"
 	check "on: at least one lookup per entry" yes "$([ "$on_l" -ge 2000 ] && echo yes)"
 	check "on: next to no getattr per entry" yes "$([ "$on_g" -lt 200 ] && echo yes)"
+	# [listing] background (on by default): the listing's calls ran on
+	# threads of the daemon that the kernel schedules at SCHED_IDLE.
+	local idle
+	idle=$(ps -L -o cls= -p "$DPID" | grep -c IDL)
+	echo "# background on: $idle daemon threads at SCHED_IDLE after the listing"
+	check "background on: the listing ran on SCHED_IDLE threads" yes \
+		"$([ "$idle" -ge 1 ] && echo yes)"
 	stop_daemon
-	printf '[server]\nroot = %s\n[listing]\nattrs_from_lookup = off\n' "$D" > "$T/c.conf"
+	printf '[server]\nroot = %s\n[listing]\nattrs_from_lookup = off\nbackground = off\n' "$D" > "$T/c.conf"
 	start_daemon -c "$T/c.conf"
 	before=$(slowfs_stats "$MNT" getattr)
-	check_match "listing with attrs_from_lookup off is exact" "^ok 2000" \
+	check_match "listing with attrs_from_lookup and background off is exact" "^ok 2000" \
 		"$(python3 "$LC" match "$URL/slow/?format=json" "$T/back")"
 	off_g=$(( $(slowfs_stats "$MNT" getattr) - before ))
 	echo "# attrs_from_lookup off: $off_g getattrs for 2000 entries"
 	check "off: a getattr per entry" yes "$([ "$off_g" -ge 2000 ] && echo yes)"
+	check "background off: no SCHED_IDLE thread" 0 \
+		"$(ps -L -o cls= -p "$DPID" | grep -c IDL)"
 	stop_daemon
 
 	# 3. The bound: with max_listings = 1, a second listing while one

@@ -114,6 +114,11 @@ static void big_checks(void)
 	o.sort = LK_SORT_NAME;
 	o.flags = LK_SCAN_DESC;
 	expect_like_ls("big", &o, "-r", false);
+	/* On the engine's SCHED_IDLE threads: the same names. */
+	o.flags = ALL | LK_SCAN_BACKGROUND;
+	expect_like_ls("big", &o, "-a", false);
+	o.sort = LK_SORT_NONE;
+	expect_like_ls("big", &o, "-a", true);
 }
 
 static void big_fibril(void *arg)

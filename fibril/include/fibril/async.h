@@ -71,6 +71,13 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
  *  synchronously at the parallelism limit. For tests, and for callers
  *  that know the call will block. */
 #define ASYNC_F_NOINLINE 0x2UL
+/** Background work (a directory listing's stats): the call runs on the
+ *  engine's background threads (a pool of its own, made on first use,
+ *  never the ring), which the kernel schedules at SCHED_IDLE. It then
+ *  only uses CPU time that other threads leave idle, and its completion
+ *  never preempts them; on a saturated machine it waits. The inline
+ *  fast paths and the parallelism limit apply as to any call. */
+#define ASYNC_F_BACKGROUND 0x4UL
 
 /** Cookies are always >= ASYNC_COOKIE_BASE, a value no call returns, so
  *  "*result still equals the cookie" means "still pending". */
@@ -151,6 +158,8 @@ struct async_engine_opts {
 	 *  level is syslog-style (LOG_INFO...). NULL: stderr. */
 	void (*log)(int level, const char *msg, void *log_arg);
 	void *log_arg;
+	unsigned bg_threads;      /**< background threads (ASYNC_F_BACKGROUND;
+	                               default 64, as many as io-wq's bound) */
 };
 
 /**
