@@ -766,6 +766,8 @@ FIBRIL_API int async_engine_timeout_ms(const async_engine_t *e)
 		return -1;
 	if (e->cb_head || x__uring_busy(m) || x__pool_busy(m))
 		return 0;
+	if (x__pool_held(m))
+		return X__BG_HOLD_MS;
 	return -1;
 }
 

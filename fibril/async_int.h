@@ -143,6 +143,11 @@ void x__pool_flush(async_engine_t *e);  /* hands queued calls to the threads */
 int x__pool_reap(async_engine_t *e, unsigned budget);   /* both pools */
 int x__pool_cancel(async_engine_t *e, struct x__op *op); /* 0 or -EBUSY (running) */
 bool x__pool_busy(async_engine_t *e);    /* completions waiting */
+/* Background calls outstanding: their completions may be held back
+ * unsignalled (the batching in async_pool.c), so the host loop comes
+ * back within X__BG_HOLD_MS to look. */
+bool x__pool_held(async_engine_t *e);
+#define X__BG_HOLD_MS 5
 void x__pool_destroy(async_engine_t *e);
 
 #endif

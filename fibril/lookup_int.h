@@ -135,6 +135,7 @@ struct lk__flight {
 	unsigned flags;            /* LK_SCAN_* that shape the result */
 	bool shared_ok, listed, root_dir, streaming;
 	bool eof, need_stat_all, stopped, inline_getdents;
+	bool background;           /* submit with ASYNC_F_BACKGROUND */
 	unsigned inline_left;      /* sorted: getdents calls still run inline */
 	int phase;
 	int err;

@@ -203,6 +203,44 @@ START_TEST(destroy_with_pending)
 }
 END_TEST
 
+START_TEST(held_completion_delivered)
+{
+	/* Four background reads block; one statx finishes at once. The
+	 * batching holds its completion back (a quarter of what is
+	 * outstanding is not done yet), but the engine still delivers it
+	 * within a few milliseconds: the wait below returns. */
+	async_engine_destroy(eng);
+	setup_engine(8);
+	ck_assert_int_eq(pipe(pipes[0]), 0);
+	char b[4][2];
+	long r[4], c[4];
+	for (int i = 0; i < 4; i++) {
+		unsigned long a[3] = { A((long)pipes[0][0]), A(b[i]), 1 };
+		c[i] = async_submit(ASYNC_F_BACKGROUND, &r[i], ASYNC_READ, a);
+		ck_assert_int_gt(c[i], 0);
+	}
+	ck_assert_int_ge(async_engine_process(eng, 0), 0);
+	usleep(20000);   /* all four blocked in read() */
+	struct statx sb;
+	unsigned long sa[5] = { A((long)tdfd), A("file"), AT_SYMLINK_NOFOLLOW,
+				STATX_BASIC_STATS, A(&sb) };
+	long sr = 0;
+	long sc = async_submit(ASYNC_F_BACKGROUND, &sr, ASYNC_STATX, sa);
+	ck_assert_int_gt(sc, 0);
+	ck_assert_int_le(async_engine_timeout_ms(eng), 5);
+	ck_assert_int_eq(wait_for_async(sc), 0);
+	ck_assert_uint_eq(sb.stx_size, 6);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(r[i], c[i]);   /* still blocked */
+	ck_assert_int_eq(write(pipes[0][1], "abcd", 4), 4);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(wait_for_async(c[i]), 1);
+	ck_assert_int_eq(async_engine_timeout_ms(eng), -1);
+	close(pipes[0][0]);
+	close(pipes[0][1]);
+}
+END_TEST
+
 START_TEST(flags_checked)
 {
 	long res = 0;
@@ -232,6 +270,7 @@ int main(void)
 	tcase_add_test(tc, many_calls_land);
 	tcase_add_test(tc, cancel_queued);
 	tcase_add_test(tc, destroy_with_pending);
+	tcase_add_test(tc, held_completion_delivered);
 	tcase_add_test(tc, flags_checked);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

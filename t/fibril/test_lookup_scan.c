@@ -114,7 +114,8 @@ static void big_checks(void)
 	o.sort = LK_SORT_NAME;
 	o.flags = LK_SCAN_DESC;
 	expect_like_ls("big", &o, "-r", false);
-	/* On the engine's SCHED_IDLE threads: the same names. */
+	/* LK_SCAN_BACKGROUND on a local fs (it only moves the calls of
+	 * FUSE and network fs: test_lookup_slowfs): the same names. */
 	o.flags = ALL | LK_SCAN_BACKGROUND;
 	expect_like_ls("big", &o, "-a", false);
 	o.sort = LK_SORT_NONE;

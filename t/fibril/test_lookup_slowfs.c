@@ -4,7 +4,9 @@
  * cancelling frees everything. Skips (77) when FUSE cannot be mounted. */
 #include "first.h"
 
+#include <dirent.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -278,6 +280,71 @@ START_TEST(lookup_attrs_saves_getattr)
 }
 END_TEST
 
+/* ---- LK_SCAN_BACKGROUND: on FUSE, the stats run at SCHED_IDLE ---- */
+static int idle_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	ck_assert_ptr_nonnull(d);
+	struct dirent *de;
+	int n = 0;
+	while ((de = readdir(d))) {
+		char path[300], line[1024];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;   /* the thread just ended */
+		const char *p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		fclose(f);
+		int field = 2, policy = -1;
+		for (; p && *p && field < 41; p++)
+			if (*p == ' ')
+				field++;
+		if (p && sscanf(p, "%d", &policy) == 1 && policy == SCHED_IDLE)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+struct bgs { unsigned flags; size_t total, failed; int idle; };
+
+static void bg_scan(void *arg)
+{
+	struct bgs *b = arg;
+	struct lk_scan_opts o = { .sort = LK_SORT_NAME, .flags = b->flags,
+				  .window = 64 };
+	lk_scan_t *s;
+	ck_assert_int_eq(lk_scan_open(root, "", &o, &s), 0);
+	const struct lk_entry *e;
+	size_t n;
+	int rc;
+	while ((rc = lk_scan_next(s, &e, &n)) == 1)
+		for (size_t i = 0; i < n; i++, b->total++)
+			if (e[i].err)
+				b->failed++;
+	ck_assert_int_eq(rc, 0);
+	lk_scan_close(s);
+	b->idle = idle_threads();   /* the engine keeps its threads */
+}
+
+START_TEST(background_scan)
+{
+	open_root();
+	struct bgs fg = { 0 }, bg = { .flags = LK_SCAN_BACKGROUND };
+	tl_run_fibril(bg_scan, &fg);
+	tl_run_fibril(bg_scan, &bg);
+	ck_assert_uint_eq(fg.total, 202);
+	ck_assert_uint_eq(bg.total, 202);
+	ck_assert_uint_eq(fg.failed, 1);   /* f100.eio, alone */
+	ck_assert_uint_eq(bg.failed, 1);
+	ck_assert_int_eq(fg.idle, 0);
+	ck_assert_int_ge(bg.idle, 1);
+	close_root();
+}
+END_TEST
+
 /* ---- cancelling opens and scans frees everything ---- */
 struct cx { lk_group_t *g; int open_rc, scan_rc; };
 
@@ -357,6 +424,7 @@ int main(void)
 	tcase_add_test(tc, parallel_and_not_blocking);
 	tcase_add_test(tc, cancel_frees);
 	tcase_add_test(tc, lookup_attrs_saves_getattr);
+	tcase_add_test(tc, background_scan);
 	tcase_add_test(tc, open_callback_and_cancel);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
