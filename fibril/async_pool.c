@@ -11,8 +11,9 @@
  * woke io-wq workers 2,000 times per listing, each able to preempt).
  *
  * Threads are spawned on demand up to the bound and then kept. Results
- * go to a done list; only the transition empty -> non-empty writes the
- * engine's eventfd, so a burst of completions costs one wake-up. The
+ * go to a done list; the foreground pool writes the engine's eventfd
+ * only on the transition empty -> non-empty, so a burst of completions
+ * costs one wake-up; the background pool batches further (below). The
  * engine's thread moves them to *result in x__pool_reap().
  */
 #include "first.h"
@@ -110,11 +111,19 @@ static void *x__pool_main(void *arg)
 		    (!p->background || rest == 0 || 3 * done >= rest)) {
 			atomic_store_explicit(&p->signalled, true,
 					      memory_order_relaxed);
+			/* Written unlocked: the write wakes the engine's
+			 * thread, which preempts a SCHED_IDLE writer at once
+			 * and would then wait in pool_reap() for the mutex
+			 * until the writer got CPU time again (the reviewer
+			 * measured 1,861 contended waits in 2,000 calls). A
+			 * reap in between makes this wake-up a spare one. */
+			pthread_mutex_unlock(&p->mu);
 			uint64_t one = 1;
 			/* Cannot fail short of EBADF: the counter cannot reach
 			 * its maximum with our increments. */
 			ssize_t w = write(p->efd, &one, sizeof(one));
 			(void)w;
+			pthread_mutex_lock(&p->mu);
 		}
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -281,10 +290,11 @@ static int pool_reap(async_engine_t *e, struct x__pool *p, unsigned budget)
 			last->next = NULL;
 	}
 	p->dhead = rest;
-	if (!rest) {
+	/* Left over by the budget: ready now, so pool_busy() must say so
+	 * even for a batch that was collected unsignalled. */
+	atomic_store_explicit(&p->signalled, rest != NULL, memory_order_relaxed);
+	if (!rest)
 		p->dtail = NULL;
-		atomic_store_explicit(&p->signalled, false, memory_order_relaxed);
-	}
 	pthread_mutex_unlock(&p->mu);
 
 	while (list) {
@@ -360,6 +370,9 @@ bool x__pool_busy(async_engine_t *e)
 	return pool_busy(e->pool) || pool_busy(e->bgpool);
 }
 
+/* Every 5 ms while any background call is outstanding, even one that
+ * never returns (a hard NFS mount whose server is gone): the price of
+ * batching without a timer on the pool's side. */
 bool x__pool_held(async_engine_t *e)
 {
 	return e->bgpool && e->bgpool->outstanding > 0;

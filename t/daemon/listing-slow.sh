@@ -5,6 +5,7 @@
 . "$top_srcdir/t/daemon/lib.sh"
 . "$top_srcdir/t/slowfs/lib.sh"
 
+command -v ps >/dev/null 2>&1 || { echo "SKIP: ps is not installed"; exit 77; }
 LC=$top_srcdir/t/daemon/listing_check.py
 D=$T/root
 mkdir -p "$D/slow" "$D/fastdir" "$T/back" "$T/back3"
