@@ -146,13 +146,28 @@ END_TEST
 
 static int pipes[2][2];
 
+/* A new engine with @threads background threads, and pipes[0]. */
+static void restart_with_pipe(unsigned threads)
+{
+	async_engine_destroy(eng);
+	setup_engine(threads);
+	ck_assert_int_eq(pipe(pipes[0]), 0);
+}
+
+/* A background read of one byte from pipes[0]: its cookie. */
+static long bg_read1(char *buf, long *res)
+{
+	unsigned long a[3] = { A((long)pipes[0][0]), A(buf), 1 };
+	long c = async_submit(ASYNC_F_BACKGROUND, res, ASYNC_READ, a);
+	ck_assert_int_gt(c, 0);
+	return c;
+}
+
 START_TEST(cancel_queued)
 {
 	/* One background thread: the first read occupies it, the second
 	 * waits in the queue and is cancelled there. */
-	async_engine_destroy(eng);
-	setup_engine(1);
-	ck_assert_int_eq(pipe(pipes[0]), 0);
+	restart_with_pipe(1);
 	ck_assert_int_eq(pipe(pipes[1]), 0);
 	char b0[4], b1[4];
 	unsigned long a0[3] = { A((long)pipes[0][0]), A(b0), sizeof(b0) };
@@ -183,16 +198,11 @@ START_TEST(destroy_with_pending)
 	 * what is still queued and waits out what runs. Two bytes, so that
 	 * no read can block forever; under load the thread may not have
 	 * taken even the first call yet, so both may be cancelled. */
-	async_engine_destroy(eng);
-	setup_engine(1);
-	ck_assert_int_eq(pipe(pipes[0]), 0);
-	char b[2][4];
-	long r[2] = { 0, 0 }, c[2];
-	for (int i = 0; i < 2; i++) {
-		unsigned long a[3] = { A((long)pipes[0][0]), A(b[i]), 1 };
-		c[i] = async_submit(ASYNC_F_BACKGROUND, &r[i], ASYNC_READ, a);
-		ck_assert_int_gt(c[i], 0);
-	}
+	restart_with_pipe(1);
+	char b[2][2];
+	long r[2] = { 0, 0 };
+	for (int i = 0; i < 2; i++)
+		bg_read1(b[i], &r[i]);
 	ck_assert_int_ge(async_engine_process(eng, 0), 0);
 	usleep(20000);
 	ck_assert_int_eq(write(pipes[0][1], "zz", 2), 2);
@@ -211,16 +221,11 @@ START_TEST(held_completion_delivered)
 	 * batching holds its completion back (a quarter of what is
 	 * outstanding is not done yet), but the engine still delivers it
 	 * within a few milliseconds: the wait below returns. */
-	async_engine_destroy(eng);
-	setup_engine(8);
-	ck_assert_int_eq(pipe(pipes[0]), 0);
+	restart_with_pipe(8);
 	char b[4][2];
 	long r[4], c[4];
-	for (int i = 0; i < 4; i++) {
-		unsigned long a[3] = { A((long)pipes[0][0]), A(b[i]), 1 };
-		c[i] = async_submit(ASYNC_F_BACKGROUND, &r[i], ASYNC_READ, a);
-		ck_assert_int_gt(c[i], 0);
-	}
+	for (int i = 0; i < 4; i++)
+		c[i] = bg_read1(b[i], &r[i]);
 	ck_assert_int_ge(async_engine_process(eng, 0), 0);
 	usleep(20000);   /* all four blocked in read() */
 	struct statx sb;
