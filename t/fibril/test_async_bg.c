@@ -218,7 +218,7 @@ END_TEST
 START_TEST(held_completion_delivered)
 {
 	/* Four background reads block; one statx finishes at once. The
-	 * batching holds its completion back (a quarter of what is
+	 * batching holds its completion back (an eighth of what is
 	 * outstanding is not done yet), but the engine still delivers it
 	 * within a few milliseconds: the wait below returns. */
 	restart_with_pipe(8);

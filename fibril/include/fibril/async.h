@@ -76,7 +76,7 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
  *  never the ring), which the kernel schedules at SCHED_IDLE. It then
  *  only uses CPU time that other threads leave idle, and its completion
  *  never preempts them; on a saturated machine it waits. Completions
- *  are delivered in batches (when a quarter of the background calls
+ *  are delivered in batches (when an eighth of the background calls
  *  outstanding are done, or none is left running), at the latest 5 ms
  *  after the call finished: while background calls are outstanding,
  *  async_engine_timeout_ms() is at most 5. The
