@@ -289,9 +289,8 @@ static void x__scan_reset(struct x__owner *o)
 static void x__scan_note(async_engine_t *e, struct x__owner *o, long dfd)
 {
 	if (dfd != o->scan_dfd) {
+		x__scan_reset(o);
 		o->scan_dfd = dfd;
-		o->scan_run = 0;
-		o->scan_ahead = false;
 	}
 	if (++o->scan_run < X__SCAN_RUN || o->scan_ahead ||
 	    o->pending < X__SCAN_RUN)

@@ -28,7 +28,8 @@ x__async_test_cflags = $(AM_CFLAGS) $(CHECK_CFLAGS)
 
 check_PROGRAMS += t/fibril/test_async t/fibril/test_async_fibrils \
 	t/fibril/test_async_event t/fibril/test_async_bg
-t_fibril_test_async_bg_SOURCES = t/fibril/test_async_bg.c t/fibril/async_check.h
+t_fibril_test_async_bg_SOURCES = t/fibril/test_async_bg.c t/fibril/async_check.h \
+	t/fibril/thread_policy.h
 t_fibril_test_async_bg_CFLAGS = $(x__async_test_cflags)
 t_fibril_test_async_bg_LDADD = $(x__async_test_ldadd)
 t_fibril_test_async_SOURCES = t/fibril/test_async.c t/fibril/async_check.h

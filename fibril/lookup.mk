@@ -24,7 +24,8 @@ t_fibril_test_lookup_scan_SOURCES = t/fibril/test_lookup_scan.c t/fibril/test_lo
 t_fibril_test_lookup_scan_CFLAGS = $(LOOKUP_TEST_CFLAGS)
 t_fibril_test_lookup_scan_LDADD = $(LOOKUP_TEST_LDADD)
 # Mounts t/slowfs (skips with 77 when FUSE is not usable).
-t_fibril_test_lookup_slowfs_SOURCES = t/fibril/test_lookup_slowfs.c t/fibril/test_lookup.h
+t_fibril_test_lookup_slowfs_SOURCES = t/fibril/test_lookup_slowfs.c t/fibril/test_lookup.h \
+	t/fibril/thread_policy.h
 t_fibril_test_lookup_slowfs_CFLAGS = $(LOOKUP_TEST_CFLAGS)
 t_fibril_test_lookup_slowfs_LDADD = $(LOOKUP_TEST_LDADD)
 

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "async_check.h"
+#include "thread_policy.h"
 
 #define A(x) ((unsigned long)(x))
 
@@ -51,23 +52,12 @@ static long runner_tid(unsigned long flags)
 	return strtol(t + 6, NULL, 10);
 }
 
-/* Field 41 of /proc/self/task/TID/stat: the scheduling policy. */
+/* The policy of thread @tid; -1 (gone) fails every check below. */
 static int policy_of(long tid)
 {
-	char path[64], line[1024];
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
-	FILE *f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
-	fclose(f);
-	const char *p = strrchr(line, ')');  /* the name may hold spaces */
-	ck_assert_ptr_nonnull(p);
-	int field = 2, policy = -1;
-	for (p++; *p && field < 41; p++)
-		if (*p == ' ')
-			field++;
-	ck_assert_int_eq(sscanf(p, "%d", &policy), 1);
-	return policy;
+	char id[24];
+	snprintf(id, sizeof(id), "%ld", tid);
+	return t_thread_policy(id);
 }
 
 START_TEST(runs_at_sched_idle)

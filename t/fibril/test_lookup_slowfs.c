@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "test_lookup.h"
+#include "thread_policy.h"
 
 static char back[300], mnt[300];
 static char slowfs_pid[32];
@@ -287,23 +288,9 @@ static int idle_threads(void)
 	ck_assert_ptr_nonnull(d);
 	struct dirent *de;
 	int n = 0;
-	while ((de = readdir(d))) {
-		char path[300], line[1024];
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;   /* the thread just ended */
-		const char *p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
-		fclose(f);
-		int field = 2, policy = -1;
-		for (; p && *p && field < 41; p++)
-			if (*p == ' ')
-				field++;
-		if (p && sscanf(p, "%d", &policy) == 1 && policy == SCHED_IDLE)
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && t_thread_policy(de->d_name) == SCHED_IDLE)
 			n++;
-	}
 	closedir(d);
 	return n;
 }

@@ -292,6 +292,23 @@ static void sfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 }
 
+/* The node of @name in @p for an inode the kernel does not know yet:
+ * opens it and fills *st. 0, or an errno value. */
+static int node_open(struct node *p, const char *name, struct stat *st,
+		     struct node **out)
+{
+	int fd = openat(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		int err = errno;
+		close(fd);
+		return err;
+	}
+	*out = node_get(fd, st);
+	return *out ? 0 : ENOMEM;
+}
+
 static void sfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct node *p = node_of(parent);
@@ -315,33 +332,19 @@ static void sfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 * three: the (dev, ino) finds its node, whose descriptor stays.
 	 * This fs stands in for a remote one, so its own CPU time per op
 	 * (on the cores of the server under test) is kept small. */
-	int fd = -1;
 	struct node *n = NULL;
 	if (fstatat(p->fd, name, &a->e.attr, AT_SYMLINK_NOFOLLOW) == 0)
 		n = node_find(&a->e.attr);
-	if (!n)
-		fd = openat(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (!n && fd < 0) {
+	int err = n ? 0 : node_open(p, name, &a->e.attr, &n);
+	if (err == ENOENT) {
 		/* ino 0 with timeout 0: a negative entry the kernel won't keep */
-		if (errno == ENOENT) {
-			memset(&a->e, 0, sizeof(a->e));
-			a->kind = SFS_ENTRY;
-			sfs_answer(a);
-		} else {
-			sfs_answer_err(a, errno);
-		}
+		memset(&a->e, 0, sizeof(a->e));
+		a->kind = SFS_ENTRY;
+		sfs_answer(a);
 		return;
 	}
-	if (!n && fstatat(fd, "", &a->e.attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
-		int err = errno;
-		close(fd);
+	if (err) {
 		sfs_answer_err(a, err);
-		return;
-	}
-	if (!n)
-		n = node_get(fd, &a->e.attr);
-	if (!n) {
-		sfs_answer_err(a, ENOMEM);
 		return;
 	}
 	a->e.ino = id_of(n);
