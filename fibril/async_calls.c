@@ -34,6 +34,7 @@ static const struct async_call_info x__table[ASYNC_CALL_MAX] = {
 	[ASYNC_READLINKAT] = { "readlinkat", 4, L(1) | L(2) },
 	[ASYNC_FSYNC]      = { "fsync",      2, 0 },
 	[ASYNC_FADVISE]    = { "fadvise",    4, 0 },
+	[ASYNC_CALL]       = { "call",       2, L(1) },
 };
 
 FIBRIL_API const struct async_call_info *async_call_info(long call)
@@ -113,6 +114,8 @@ long x__exec(long call, const unsigned long *a)
 		/* posix_fadvise returns the error number instead of setting errno */
 		return -(long)posix_fadvise((int)a[0], (off_t)a[1], (off_t)a[2],
 		                            (int)a[3]);
+	case ASYNC_CALL:
+		return ((long (*)(void *))a[0])((void *)a[1]);
 	case X__CALL_DIR_AHEAD:
 		return x__dir_ahead((int)a[0]);
 	default:

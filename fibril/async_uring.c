@@ -41,6 +41,7 @@ static const int x__opcode[ASYNC_CALL_MAX] = {
 	[ASYNC_READLINKAT] = -1,
 	[ASYNC_FSYNC] = IORING_OP_FSYNC,
 	[ASYNC_FADVISE] = IORING_OP_FADVISE,
+	[ASYNC_CALL] = -1,        /* the caller's function: the pool's */
 };
 
 /* Best first. DEFER_TASKRUN keeps completion work on our own thread at

@@ -101,6 +101,12 @@ FIBRIL_API long fibril_fadvise(int fd, int64_t offset, int64_t len, int advice)
 	return x__call(ASYNC_FADVISE, a);
 }
 
+FIBRIL_API long fibril_call(long (*fn)(void *arg), void *arg)
+{
+	const unsigned long a[] = { A(fn), A(arg) };
+	return x__call(ASYNC_CALL, a);
+}
+
 FIBRIL_API long async_stat(int dirfd, const char *path, struct statx *buf,
                            long *result)
 {

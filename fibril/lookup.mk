@@ -4,6 +4,7 @@ fibril_libfibril_la_SOURCES += \
 	fibril/lookup_int.h \
 	fibril/lookup_root.c \
 	fibril/lookup_flight.c \
+	fibril/lookup_batch.c \
 	fibril/lookup_sort.c \
 	fibril/lookup_scan.c
 

@@ -64,6 +64,7 @@ static void flight_free(struct lk__flight *f)
 		free(f->slots[i]);
 	}
 	free(f->slots);
+	lk__batch_free_all(f);
 	free(f->recs);
 	free(f->order);
 	free(f->bounds);
@@ -75,14 +76,14 @@ static void flight_free(struct lk__flight *f)
 	free(f);
 }
 
-static void flight_unref(struct lk__flight *f)
+void lk__flight_unref(struct lk__flight *f)
 {
 	if (--f->refs == 0 && f->inflight == 0)
 		flight_free(f);
 }
 
 /* After a completion on a stopped flight. */
-static void flight_maybe_free(struct lk__flight *f)
+void lk__flight_maybe_free(struct lk__flight *f)
 {
 	if (f->refs == 0 && f->inflight == 0)
 		flight_free(f);
@@ -94,10 +95,12 @@ void lk__flight_deactivate(struct lk__flight *f)
 		return;
 	f->stopped = true;
 	flight_unlist(f);
-	/* The buffers stay until each call reports back (slot_cb/gd_cb). */
+	/* The buffers stay until each call reports back (slot_cb/gd_cb,
+	 * batch_cb). */
 	for (unsigned i = 0; i < f->nslots; i++)
 		if (f->slots[i]->busy && f->slots[i]->cookie > 0)
 			async_cancel(f->slots[i]->cookie);
+	lk__batch_cancel_all(f);
 	if (f->gcookie > 0)
 		async_cancel(f->gcookie);
 }
@@ -221,15 +224,9 @@ static bool slot_advance(struct lk__flight *f, struct lk__slot *s)
 			rec->err = (int16_t)res;
 			return false;
 		}
-		rec->mode = s->stx.stx_mode;
-		rec->nlink = s->stx.stx_nlink;
-		rec->uid = s->stx.stx_uid;
-		rec->gid = s->stx.stx_gid;
-		rec->ino = s->stx.stx_ino;
-		rec->size = s->stx.stx_size;
-		rec->blocks = s->stx.stx_blocks;
-		rec->mtime = s->stx.stx_mtime.tv_sec;
-		rec->mtime_nsec = s->stx.stx_mtime.tv_nsec;
+		struct lk__sres r;
+		lk__sres_from_statx(&r, &s->stx);
+		lk__rec_set_stat(rec, &r);
 		if (!S_ISLNK(rec->mode) || (f->flags & LK_SCAN_NO_LINKS))
 			return false;
 		s->step = ST_READLINK;
@@ -286,7 +283,7 @@ static void slot_cb(void *arg, long res)
 		if (s->step == ST_TOPEN && res >= 0)
 			close((int)res);
 		slot_put(f, s);
-		flight_maybe_free(f);
+		lk__flight_maybe_free(f);
 		return;
 	}
 	f->refs++;
@@ -296,11 +293,30 @@ static void slot_cb(void *arg, long res)
 		slot_finish(f, s);
 	lk__flight_pump(f);
 	lk__flight_notify(f);
-	flight_unref(f);
+	lk__flight_unref(f);
+}
+
+void lk__flight_stat_done(struct lk__flight *f, size_t i)
+{
+	struct lk__rec *rec = &f->recs[i];
+	if (!rec->err && S_ISLNK(rec->mode) && !(f->flags & LK_SCAN_NO_LINKS)) {
+		struct lk__slot *s = slot_get(f);
+		if (s) {
+			s->idx = i;
+			s->step = ST_READLINK;
+			slot_run(f, s);
+			return;
+		}
+		/* Out of memory: the entry without its target. */
+	}
+	rec->state = REC_DONE;
+	f->ndone++;
 }
 
 static void issue_stat(struct lk__flight *f, size_t i)
 {
+	if (f->batched && lk__batch_add(f, i))
+		return;
 	struct lk__slot *s = slot_get(f);
 	if (!s) {
 		f->recs[i].err = -ENOMEM;
@@ -374,14 +390,14 @@ static void gd_cb(void *arg, long res)
 	f->gcookie = 0;
 	if (f->stopped) {
 		f->gpending = false;
-		flight_maybe_free(f);
+		lk__flight_maybe_free(f);
 		return;
 	}
 	f->refs++;
 	getdents_done(f, res);
 	lk__flight_pump(f);
 	lk__flight_notify(f);
-	flight_unref(f);
+	lk__flight_unref(f);
 }
 
 /* A sorted scan reads all names before its first entry: this many
@@ -433,6 +449,12 @@ static int getdents_issue(struct lk__flight *f)
  * slowfs, 2,000 entries: ~265 ms with a look-ahead of one window). */
 #define LOOKAHEAD 4
 
+/* Another entry may be stat'ed now. */
+static bool room(const struct lk__flight *f)
+{
+	return f->busy < f->cap && (!f->fill || f->fill->n < lk__batch_size(f));
+}
+
 static bool stat_in_dir_order(const struct lk__flight *f)
 {
 	return f->streaming || f->need_stat_all;
@@ -464,7 +486,7 @@ void lk__flight_pump(struct lk__flight *f)
 							lk__scan_start_index(f, k->after);
 				}
 		if (stat_in_dir_order(f)) {
-			while (f->busy < f->cap && f->stat_next < f->nrec &&
+			while (room(f) && f->stat_next < f->nrec &&
 			       f->stat_next < horizon) {
 				size_t i = f->stat_next++;
 				if (f->recs[i].state == REC_NEW)
@@ -481,14 +503,18 @@ void lk__flight_pump(struct lk__flight *f)
 				if (lim > f->norder)
 					lim = f->norder;
 				size_t i = c->hint > c->pos ? c->hint : c->pos;
-				if (i < lim && f->busy < f->cap)
+				if (i < lim && room(f))
 					lk__flight_sorted(f, lim);
-				for (; i < lim && f->busy < f->cap; i++)
+				for (; i < lim && room(f); i++)
 					if (f->recs[f->order[i]].state == REC_NEW)
 						issue_stat(f, f->order[i]);
 				c->hint = i;
 			}
 		}
+		/* A partial batch waits for more entries while others are in
+		 * flight (their completions pump again); alone, it goes. */
+		if (lk__batch_flush(f))
+			again = true;
 		/* Vanished entries at a reader's position move its window on. */
 		for (struct lk_scan *k = f->consumers; k; k = k->next_c)
 			if (!k->cancelled && lk__scan_skip(k))
@@ -529,7 +555,7 @@ restart:
 		}
 	}
 	f->notifying = false;
-	flight_unref(f);
+	lk__flight_unref(f);
 }
 
 /* Streaming: drop records below @below (already delivered and no longer
@@ -546,6 +572,7 @@ void lk__flight_compact(struct lk__flight *f, size_t below)
 	for (unsigned i = 0; i < f->nslots; i++)
 		if (f->slots[i]->busy)
 			f->slots[i]->idx -= below;
+	lk__batch_compact(f, below);
 	f->base += below;
 	f->ndone = 0;   /* not used while streaming */
 	for (struct lk_scan *c = f->consumers; c; c = c->next_c) {
@@ -643,6 +670,7 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	 * where each stat waits a round trip (FUSE, NFS), which is also
 	 * where a listing lasts long enough to matter to other requests. */
 	f->background = (flags & LK_SCAN_BACKGROUND) && !local;
+	f->batched = local;
 	f->inline_left = LK__INLINE_GETDENTS;
 	lk__st.getdents_passes++;
 	lk__st.live_flights++;
@@ -670,5 +698,5 @@ void lk__flight_detach(struct lk_scan *s)
 	s->f = NULL;
 	if (!s->cancelled && --f->active == 0)
 		lk__flight_deactivate(f);
-	flight_unref(f);
+	lk__flight_unref(f);
 }

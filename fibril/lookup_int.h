@@ -108,6 +108,19 @@ struct lk__rec {
 	uint8_t state, dtype;
 };
 
+/* One entry's statx as a record keeps it (lookup_batch.c fills it on a
+ * pool thread; slots fill it from their own statx). */
+struct lk__sres {
+	uint64_t ino, size, blocks;
+	int64_t mtime;
+	uint32_t mtime_nsec, nlink, uid, gid;
+	uint16_t mode;
+	int16_t err;
+};
+LK__HIDDEN void lk__sres_from_statx(struct lk__sres *r, const struct statx *s);
+/* Stores a successful stat in @rec. */
+LK__HIDDEN void lk__rec_set_stat(struct lk__rec *rec, const struct lk__sres *r);
+
 struct lk__flight;
 struct lk__slot {
 	struct lk__flight *f;
@@ -119,6 +132,21 @@ struct lk__slot {
 	char *buf;                 /* readlink target / joined path */
 	struct open_how how;
 	struct statx stx;
+};
+
+/* Batched stats (lookup_batch.c): on a local file system a run of
+ * entries is stat'ed by one ASYNC_CALL on a pool thread, plain statx
+ * calls in a loop, instead of one ring round trip each. */
+#define LK__BATCH_MAX 64
+struct lk__batch {
+	struct lk__flight *f;
+	struct lk__batch *next, *prev;   /* flight's batches in flight; free list */
+	long res, cookie;
+	int dirfd, atflags;              /* read by the pool thread */
+	unsigned n;
+	const char *names[LK__BATCH_MAX];/* arena names: stable while in flight */
+	size_t idx[LK__BATCH_MAX];       /* records (local index): engine's thread */
+	struct lk__sres out[LK__BATCH_MAX]; /* written by the pool thread */
 };
 
 enum { PH_NAMES = 0, PH_READY };
@@ -136,6 +164,10 @@ struct lk__flight {
 	bool shared_ok, listed, root_dir, streaming;
 	bool eof, need_stat_all, stopped, inline_getdents;
 	bool background;           /* submit with ASYNC_F_BACKGROUND */
+	bool batched;              /* local fs: stats in batches (lk__batch) */
+	struct lk__batch *fill;    /* collected, not yet issued (entries PENDING) */
+	struct lk__batch *batches; /* issued, callback not yet run */
+	struct lk__batch *free_batches;
 	unsigned inline_left;      /* sorted: getdents calls still run inline */
 	int phase;
 	int err;
@@ -186,6 +218,26 @@ struct lk_scan {
 	void *cb_arg;
 	struct fibril_waitq wq;
 };
+
+/* lookup_flight.c, for lookup_batch.c */
+LK__HIDDEN void lk__flight_unref(struct lk__flight *f);
+LK__HIDDEN void lk__flight_maybe_free(struct lk__flight *f);
+/* Entry @i was stat'ed (rec filled, or rec->err set): finishes it, or
+ * goes on with its symlink steps on a slot. */
+LK__HIDDEN void lk__flight_stat_done(struct lk__flight *f, size_t i);
+
+/* lookup_batch.c */
+/* Adds entry @i (REC_NEW) to the batch being filled, issuing it when
+ * full; the entry counts as busy and PENDING from now. false: out of
+ * memory (the caller stats it alone). */
+LK__HIDDEN bool lk__batch_add(struct lk__flight *f, size_t i);
+/* Issues the batch being filled when it is full or nothing else is in
+ * flight; true if it did. */
+LK__HIDDEN bool lk__batch_flush(struct lk__flight *f);
+LK__HIDDEN unsigned lk__batch_size(const struct lk__flight *f);
+LK__HIDDEN void lk__batch_cancel_all(struct lk__flight *f);
+LK__HIDDEN void lk__batch_compact(struct lk__flight *f, size_t below);
+LK__HIDDEN void lk__batch_free_all(struct lk__flight *f);
 
 LK__HIDDEN int lk__flight_attach(struct lk_scan *s, int dirfd,
 				 const struct statx *dstx);

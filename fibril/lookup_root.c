@@ -178,6 +178,8 @@ long lk__syscall(long call, const unsigned long *a)
 	case ASYNC_CLOSE:
 		r = close((int)a[0]);
 		break;
+	case ASYNC_CALL:
+		return ((long (*)(void *))a[0])((void *)a[1]);
 	default:
 		return -ENOSYS;
 	}

@@ -51,8 +51,36 @@ enum async_call {
 	ASYNC_READLINKAT,    /* dirfd, path(live), buf(live), bufsiz      */
 	ASYNC_FSYNC,         /* fd, datasync (0 or 1)                     */
 	ASYNC_FADVISE,       /* fd, offset, len, advice                   */
+	ASYNC_CALL,          /* long (*fn)(void *arg), arg(live): see below */
 	ASYNC_CALL_MAX
 };
+
+/**
+ * ASYNC_CALL runs a function of the caller's on a pool thread, for work
+ * that is many plain system calls in a row (a run of stats of one
+ * directory: one submit and one completion for all of them, where one
+ * ASYNC_STATX each costs a ring round trip each). args[0] is @fn cast
+ * to unsigned long, args[1] is @arg; fn(arg)'s return value is the
+ * call's result, and must be below ASYNC_COOKIE_BASE (by convention
+ * >= 0 or -errno).
+ *
+ * It never goes to the ring and never runs inline, on either backend:
+ * fn(arg) runs on the engine's foreground pool (the background pool
+ * with ASYNC_F_BACKGROUND), concurrently with the submitting thread;
+ * whatever both touch is the caller's to synchronise (the usual way:
+ * the submitter reads what fn wrote only after the completion). Like
+ * any call it runs synchronously, on the caller's thread before
+ * async_submit() returns 0, with ASYNC_F_SYNC, at the parallelism
+ * limit, or when no pool thread can be made. fn must not use the
+ * submitter's engine or fibrils (on a pool thread there is no engine:
+ * fibril_* wrappers run the plain system call there). fn should not
+ * block for long: it holds one of a bounded set of pool threads.
+ *
+ * async_cancel() drops a call that has not started (it completes with
+ * -ECANCELED and fn never runs); a running fn is not interrupted. So
+ * @arg must stay valid until *result no longer holds the cookie, as for
+ * any live pointer; async_engine_destroy() waits for a running fn.
+ */
 
 /** One row of the call table. */
 struct async_call_info {
@@ -246,6 +274,10 @@ FIBRIL_API long fibril_readlinkat(int dirfd, const char *path, char *buf,
                                   size_t bufsiz);
 FIBRIL_API long fibril_fsync(int fd, int datasync);
 FIBRIL_API long fibril_fadvise(int fd, int64_t offset, int64_t len, int advice);
+/** ASYNC_CALL: fn(arg) on a pool thread, the fibril parked meanwhile;
+ *  returns fn's value (or -errno from the submit). Without an engine on
+ *  the thread, fn(arg) runs here. */
+FIBRIL_API long fibril_call(long (*fn)(void *arg), void *arg);
 
 /** Seed 002's async_stat: submits a statx of @path relative to @dirfd
  *  (AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS) and returns at once with

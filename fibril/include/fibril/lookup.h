@@ -287,6 +287,9 @@ struct lk_stats {
 	uint64_t live_scans;       /**< lk_scan_t not yet closed */
 	uint64_t live_flights;     /**< underlying scans not yet freed */
 	uint64_t live_ops;         /**< pending opens not yet freed */
+	uint64_t statx_batches;    /**< runs of entries stat'ed by one pool call
+	                                (local file systems; each entry also counts
+	                                in statx_calls) */
 };
 
 /** Copies this thread's counters. */
