@@ -10,7 +10,7 @@ fibril_libfibril_la_SOURCES += \
 
 # Unit tests (Check): also re-run under ASan+UBSan by `make check-unit`.
 LOOKUP_TESTS = t/fibril/test_lookup_open t/fibril/test_lookup_scan \
-	t/fibril/test_lookup_slowfs
+	t/fibril/test_lookup_slowfs t/fibril/test_lookup_batch
 check_PROGRAMS += $(LOOKUP_TESTS)
 # Each also on the thread-pool backend (the %-threads.sh rule of async.mk):
 # completions arrive in another order there, which found a real stall.
@@ -24,6 +24,9 @@ t_fibril_test_lookup_open_LDADD = $(LOOKUP_TEST_LDADD)
 t_fibril_test_lookup_scan_SOURCES = t/fibril/test_lookup_scan.c t/fibril/test_lookup.h
 t_fibril_test_lookup_scan_CFLAGS = $(LOOKUP_TEST_CFLAGS)
 t_fibril_test_lookup_scan_LDADD = $(LOOKUP_TEST_LDADD)
+t_fibril_test_lookup_batch_SOURCES = t/fibril/test_lookup_batch.c t/fibril/test_lookup.h
+t_fibril_test_lookup_batch_CFLAGS = $(LOOKUP_TEST_CFLAGS)
+t_fibril_test_lookup_batch_LDADD = $(LOOKUP_TEST_LDADD)
 # Mounts t/slowfs (skips with 77 when FUSE is not usable).
 t_fibril_test_lookup_slowfs_SOURCES = t/fibril/test_lookup_slowfs.c t/fibril/test_lookup.h \
 	t/fibril/thread_policy.h

@@ -656,6 +656,119 @@ START_TEST(destroy_cancels_pending)
 }
 END_TEST
 
+/* ---- ASYNC_CALL: the caller's function on a pool thread ---- */
+static pid_t call_tid;
+
+static long twice(void *arg)
+{
+	call_tid = gettid();
+	return *(long *)arg * 2;
+}
+
+static int call_cbs;
+static long call_cb_res;
+
+static void call_cb(void *arg, long res)
+{
+	call_cbs++;
+	call_cb_res = res;
+}
+
+START_TEST(function_call)
+{
+	long v = 21, r = 0;
+	unsigned long a[2] = { A(twice), A(&v) };
+	const struct async_call_info *i = async_call_info(ASYNC_CALL);
+	ck_assert_str_eq(i->name, "call");
+	ck_assert_uint_eq(i->nargs, 2);
+	ck_assert_uint_eq(i->live_ptrs, 1u << 1);
+	/* Pending on either backend (never the ring, never inline), run
+	 * on another thread; the result is the function's. */
+	long c = async_submit(0, &r, ASYNC_CALL, a);
+	ck_assert_int_gt(c, 0);
+	ck_assert_int_eq(wait_for_async(c), 42);
+	ck_assert_int_eq(r, 42);
+	ck_assert_int_ne(call_tid, gettid());
+	/* ASYNC_F_SYNC: here, now. */
+	call_tid = 0;
+	ck_assert_int_eq(async_submit(ASYNC_F_SYNC, &r, ASYNC_CALL, a), 0);
+	ck_assert_int_eq(r, 42);
+	ck_assert_int_eq(call_tid, gettid());
+	/* The blocking wrapper. */
+	v = 5;
+	ck_assert_int_eq(fibril_call(twice, &v), 10);
+	ck_assert_int_ne(call_tid, gettid());
+	/* Callback style. */
+	v = -4;
+	c = async_submit_cb(0, &r, ASYNC_CALL, a, call_cb, NULL);
+	ck_assert_int_gt(c, 0);
+	for (int k = 0; k < 1000 && !call_cbs; k++) {
+		struct pollfd p = { async_engine_fd(eng), POLLIN, 0 };
+		ck_assert_int_ge(async_engine_process(eng, 0), 0);
+		if (!call_cbs)
+			poll(&p, 1, 10);
+	}
+	ck_assert_int_eq(call_cbs, 1);
+	ck_assert_int_eq(call_cb_res, -8);
+	ck_assert_uint_eq(async_engine_inflight(eng), 0);
+	/* Without an engine the wrapper calls it here. */
+	async_engine_destroy(eng);
+	eng = NULL;
+	v = 7;
+	ck_assert_int_eq(fibril_call(twice, &v), 14);
+	ck_assert_int_eq(call_tid, gettid());
+	ck_assert_int_eq(async_submit(0, &r, ASYNC_CALL, a), -ENXIO);
+}
+END_TEST
+
+/* Blocks its pool thread until a byte arrives on the pipe. */
+static long wait_pipe(void *arg)
+{
+	char b;
+	return read(*(int *)arg, &b, 1);
+}
+
+static int ran;
+static long mark_ran(void *arg)
+{
+	ran = 1;
+	return 0;
+}
+
+/* A call that has not started is dropped by async_cancel(): fn never
+ * runs. One pool thread, held by the first call. */
+START_TEST(function_call_cancel)
+{
+	async_engine_destroy(eng);
+	eng = NULL;
+	setup_engine(0, 1);
+	make_pipes();
+	long r0 = 0, r1 = 0;
+	unsigned long a0[2] = { A(wait_pipe), A(&pipes[0][0]) };
+	unsigned long a1[2] = { A(mark_ran), 0 };
+	long c0 = async_submit(0, &r0, ASYNC_CALL, a0);
+	long c1 = async_submit(0, &r1, ASYNC_CALL, a1);
+	ck_assert_int_gt(c0, 0);
+	ck_assert_int_gt(c1, 0);
+	ck_assert_int_eq(async_cancel(c1), 0);
+	ck_assert_int_eq(wait_for_async(c1), -ECANCELED);
+	ck_assert_int_eq(ran, 0);
+	ck_assert_int_eq(write(pipes[0][1], "z", 1), 1);
+	ck_assert_int_eq(wait_for_async(c0), 1);
+	/* A running call is not interrupted: it completes with its value. */
+	c0 = async_submit(0, &r0, ASYNC_CALL, a0);
+	ck_assert_int_gt(c0, 0);
+	for (int k = 0; k < 100; k++)
+		async_engine_process(eng, 0);
+	usleep(20000);     /* (only makes the running case likelier) */
+	ck_assert_int_eq(async_cancel(c0), 0);
+	ck_assert_int_eq(write(pipes[0][1], "z", 1), 1);
+	long res = wait_for_async(c0);
+	ck_assert(res == 1 || res == -ECANCELED);
+	ck_assert_uint_eq(async_engine_inflight(eng), 0);
+}
+END_TEST
+
 START_TEST(process_budget)
 {
 	long r[5];
@@ -796,6 +909,8 @@ int main(void)
 	tcase_add_test(tc, destroy_cancels_pending);
 	tcase_add_test(tc, kick_once_per_process);
 	tcase_add_test(tc, process_budget);
+	tcase_add_test(tc, function_call);
+	tcase_add_test(tc, function_call_cancel);
 	tcase_add_test(tc, fallback_eperm);
 	tcase_add_test(tc, fallback_enosys);
 	suite_add_tcase(s, tc);

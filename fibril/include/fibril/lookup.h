@@ -227,6 +227,12 @@ typedef struct lk_scan lk_scan_t;
  * (single flight) unless LK_SCAN_NO_SHARE or LK_SORT_NONE (a streaming
  * scan keeps only its window, so it cannot be shared).
  *
+ * Stats: on ext2/3/4, xfs, btrfs, f2fs, tmpfs, ramfs and overlayfs a
+ * run of entries (half the window, at most 64) is stat'ed by one
+ * ASYNC_CALL on a pool thread (lk_stats: statx_batches); elsewhere each
+ * entry is one ASYNC_STATX, up to a window of them overlapping. Either
+ * way an entry's own error lands on that entry.
+ *
  * Memory: LK_SORT_NONE keeps a bounded amount whatever the directory
  * size: records for at most 4 windows plus one 32 KiB getdents buffer's
  * worth (RSS grew 0.75 MiB over a 1,000,000-entry scan). Sorted scans keep
