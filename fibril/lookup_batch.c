@@ -140,9 +140,11 @@ static void batch_issue(struct lk__flight *f)
 	f->fill = NULL;
 	lk__st.statx_batches++;
 	unsigned long a[2] = { (unsigned long)batch_run, (unsigned long)b };
-	/* The foreground pool even with LK_SCAN_BACKGROUND: batches are
-	 * only made on local file systems, where that flag changes nothing. */
-	long r = lk__submit(0, &b->res, ASYNC_CALL, a, batch_cb, b);
+	/* LK_SCAN_BACKGROUND: on the SCHED_IDLE threads, so that the thread
+	 * formatting the listing (or serving requests) keeps its CPU and
+	 * the stats take what is left (lk__flight_attach). */
+	long r = lk__submit(f->batch_bg ? ASYNC_F_BACKGROUND : 0, &b->res,
+			    ASYNC_CALL, a, batch_cb, b);
 	if (r > 0) {
 		b->cookie = r;
 		f->inflight++;

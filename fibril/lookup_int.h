@@ -165,6 +165,8 @@ struct lk__flight {
 	bool eof, need_stat_all, stopped, inline_getdents;
 	bool background;           /* submit with ASYNC_F_BACKGROUND */
 	bool batched;              /* local fs: stats in batches (lk__batch) */
+	bool batch_bg;             /* ... submitted with ASYNC_F_BACKGROUND */
+	bool stat_early;           /* sorted: stat in directory order until PH_READY */
 	struct lk__batch *fill;    /* collected, not yet issued (entries PENDING) */
 	struct lk__batch *batches; /* issued, callback not yet run */
 	struct lk__batch *free_batches;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -659,9 +660,12 @@ END_TEST
 /* ---- ASYNC_CALL: the caller's function on a pool thread ---- */
 static pid_t call_tid;
 
+static int call_policy;
+
 static long twice(void *arg)
 {
 	call_tid = gettid();
+	call_policy = sched_getscheduler(0);
 	return *(long *)arg * 2;
 }
 
@@ -689,6 +693,14 @@ START_TEST(function_call)
 	ck_assert_int_eq(wait_for_async(c), 42);
 	ck_assert_int_eq(r, 42);
 	ck_assert_int_ne(call_tid, gettid());
+	ck_assert_int_ne(call_policy, SCHED_IDLE);
+	/* ASYNC_F_BACKGROUND: on the SCHED_IDLE threads (where the kernel
+	 * allows them). */
+	c = async_submit(ASYNC_F_BACKGROUND, &r, ASYNC_CALL, a);
+	ck_assert_int_gt(c, 0);
+	ck_assert_int_eq(wait_for_async(c), 42);
+	ck_assert_int_ne(call_tid, gettid());
+	ck_assert_int_eq(call_policy, SCHED_IDLE);
 	/* ASYNC_F_SYNC: here, now. */
 	call_tid = 0;
 	ck_assert_int_eq(async_submit(ASYNC_F_SYNC, &r, ASYNC_CALL, a), 0);

@@ -166,17 +166,19 @@ enum lk_sort {
                                       asking the file system again. On FUSE (timeout 0)
                                       one round trip per entry instead of two, as fresh;
                                       on NFS they may be as old as the attribute cache. */
-#define LK_SCAN_BACKGROUND 0x80u /**< on a file system not known to be local (FUSE,
-                                      NFS, CIFS, but also ZFS or vfat: anything
-                                      but those listed below), the scan's
-                                      system calls are background work
+#define LK_SCAN_BACKGROUND 0x80u /**< the scan's stats are background work
                                       (ASYNC_F_BACKGROUND: SCHED_IDLE threads), so that
                                       a long scan never takes CPU time from requests;
                                       on a saturated machine it waits for idle time.
-                                      On ext2/3/4, xfs, btrfs, f2fs, tmpfs, ramfs and
-                                      overlayfs it changes nothing: their stats
-                                      take microseconds, and io_uring's workers run
-                                      them 2-3x faster than a thread pool.
+                                      On a file system not known to be local (FUSE,
+                                      NFS, CIFS, but also ZFS or vfat: anything but
+                                      those listed below) that is every system call
+                                      of the scan. On ext2/3/4, xfs, btrfs, f2fs,
+                                      tmpfs, ramfs and overlayfs it is the batched
+                                      stats (see lk_scan_open), and a name-sorted scan
+                                      without limit or after starts them, in directory
+                                      order, while it still reads and sorts the names
+                                      (the thread reading them leaves a CPU idle).
                                       Never shares a flight with a scan without it. */
 
 /** Options for lk_scan_open(); all-zero (or NULL) means: unsorted,
