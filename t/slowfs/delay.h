@@ -48,6 +48,11 @@ void sfs_answer_err(struct sfs_answer *a, int err);
 /* The most answers ever waiting at once. */
 unsigned long sfs_delay_max_queued(void);
 
+/* Serves SE on this thread alone: reads requests and sends the answers
+ * as they fall due (instead of fuse_session_loop() and the sending
+ * thread). Returns 0 when the session ends, or -errno. */
+int sfs_delay_loop(struct fuse_session *se);
+
 /* Start the sending thread (0 or -errno); stop it, after sending what
  * is still waiting at once. Main thread only. */
 int sfs_delay_start(void);

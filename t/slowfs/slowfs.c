@@ -3,9 +3,11 @@
  * open, opendir, readdir) and fails chosen names with EIO.
  *
  * It stands in for a network file system in tests and benchmarks: each
- * metadata op costs --delay-us of wall time, but many ops are served at
- * once (multi-threaded loop, parallel dirops: dirops.c), as an NFS client pipelines
- * requests: the answers wait in a queue (delay.c), not in threads.
+ * metadata op costs --delay-us of wall time (up to ~0.3 ms more when
+ * many are in flight, never less), but many ops are served at once
+ * (parallel dirops: dirops.c), as an NFS client pipelines requests: the
+ * answers wait in a queue (delay.c), not in threads, and one thread
+ * reads the requests and sends the answers.
  * Nothing is cached by the kernel (entry and attribute timeouts
  * are 0, readdirplus is off), so every stat reaches us and pays the delay.
  *
@@ -710,7 +712,8 @@ int main(int argc, char *argv[])
 	if (sfs_parallel_dirops(se) < 0)
 		fprintf(stderr, "slowfs: cannot ask for parallel dirops; lookups of new names run one at a time\n");
 	fuse_daemonize(co.foreground);
-	if (opt.delay_us && sfs_delay_start() < 0) {
+	bool one_thread = co.singlethread || !opt.threads_given;
+	if (opt.delay_us && !one_thread && sfs_delay_start() < 0) {
 		fprintf(stderr, "slowfs: cannot start the delay thread\n");
 		goto out_unmount;
 	}
@@ -722,7 +725,9 @@ int main(int argc, char *argv[])
 	 * many listings per second. This CPU is the test tool's (a real
 	 * remote fs spends none waiting), taken from the server under test
 	 * on a small machine. */
-	if (co.singlethread || !opt.threads_given) {
+	if (one_thread && opt.delay_us) {
+		ret = sfs_delay_loop(se);
+	} else if (one_thread) {
 		ret = fuse_session_loop(se);
 	} else {
 		lc = fuse_loop_cfg_create();
