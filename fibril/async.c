@@ -432,7 +432,7 @@ static long x__submit(unsigned long flags, long *result, long call,
 	/* Now, not at the next flush: a function call is a chunk of work
 	 * that the pool can start while the caller goes on (a listing's
 	 * run of stats while the worker formats the previous window). */
-	if (call == ASYNC_CALL && op->where != X__IN_RING)
+	if (call == ASYNC_CALL)
 		x__pool_flush(e);
 	if (call == ASYNC_STATX && op->owner && (long)args[0] >= 0 &&
 	    args[1] && ((const char *)args[1])[0] != '/')
