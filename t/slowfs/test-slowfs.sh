@@ -97,6 +97,19 @@ check_ge "opendir counted" 1 $(($(slowfs_stats "$M" opendir) - d0))
 check_ge "readdir counted" 1 $(($(slowfs_stats "$M" readdir) - r0))
 check "stats file not listed" "" "$(ls -a "$M" | grep -F .slowfs-stats)"
 
+# Every op pays the delay, also when the loop is busy with others: a
+# lower bound only (a slow machine can only make it longer). 10 stats in
+# a row of names not looked up yet, while 64 others are in flight.
+i=0
+pids=
+while [ $i -lt 64 ]; do stat "$M/many/f$((i + 100))" >/dev/null & pids="$pids $!"; i=$((i + 1)); done
+t0=$(date +%s%N)
+i=0
+while [ $i -lt 10 ]; do stat "$M/many/f$((i + 20))" >/dev/null; i=$((i + 1)); done
+t1=$(date +%s%N)
+wait $pids
+check_ge "10 stats in a row took 10 delays (ms)" 50 $(((t1 - t0) / 1000000))
+
 # Ops overlap: 64 concurrent stats leave more than one answer waiting.
 # (wait for these by pid: slowfs is our child too)
 i=0
