@@ -21,8 +21,10 @@
 
 #include "fibril/lookup_int.h"
 
-/* LK_ENTRY_STATE_BYTES in lookup.h states this (plus the order index). */
-_Static_assert(sizeof(struct lk__rec) + sizeof(uint32_t) <= LK_ENTRY_STATE_BYTES,
+/* LK_ENTRY_STATE_BYTES in lookup.h states this (plus the order index
+ * and, for name sorts, the key). */
+_Static_assert(sizeof(struct lk__rec) + sizeof(uint32_t) + sizeof(uint64_t) <=
+	       LK_ENTRY_STATE_BYTES,
 	       "per-entry state grew: update LK_ENTRY_STATE_BYTES");
 
 enum { ST_LSTAT = 0, ST_READLINK, ST_TOPEN };
@@ -67,6 +69,7 @@ static void flight_free(struct lk__flight *f)
 	lk__batch_free_all(f);
 	free(f->recs);
 	free(f->order);
+	free(f->keys);
 	free(f->bounds);
 	free(f->gbuf);
 	free(f->reldir);

@@ -189,6 +189,7 @@ struct lk__flight {
 	 * order[0..nsorted) is final, the rest is split by the final
 	 * positions in bounds[] (a stack, smallest on top). */
 	uint32_t *order;
+	uint64_t *keys;            /* LK_SORT_NAME: name keys (lookup_sort.c) */
 	size_t norder, ndone, nsorted;
 	uint32_t *bounds;
 	unsigned nbounds, capbounds;

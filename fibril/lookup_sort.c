@@ -28,16 +28,60 @@ static int cmp(const void *pa, const void *pb, void *arg)
 			return da ? -1 : 1;
 	}
 	int c = 0;
-	/* Like ls -S and ls -t: largest/newest first, ties by name. */
-	if (f->sort == LK_SORT_SIZE)
+	if (f->keys) {
+		/* Name order from the 8 bytes after the common prefix, without
+		 * touching the names; equal keys (a longer shared prefix) fall
+		 * through to strcmp. */
+		uint64_t ka = f->keys[*(const uint32_t *)pa];
+		uint64_t kb = f->keys[*(const uint32_t *)pb];
+		if (ka != kb)
+			c = ka < kb ? -1 : 1;
+	} else if (f->sort == LK_SORT_SIZE) {
+		/* Like ls -S and ls -t: largest/newest first, ties by name. */
 		c = a->size < b->size ? 1 : a->size > b->size ? -1 : 0;
-	else if (f->sort == LK_SORT_MTIME)
+	} else if (f->sort == LK_SORT_MTIME) {
 		c = a->mtime < b->mtime ? 1 : a->mtime > b->mtime ? -1
 			: a->mtime_nsec < b->mtime_nsec ? 1
 			: a->mtime_nsec > b->mtime_nsec ? -1 : 0;
+	}
 	if (!c)
 		c = strcmp(a->name, b->name);
 	return (f->flags & LK_SCAN_DESC) ? -c : c;
+}
+
+/* Name sorts: keys[i] holds the 8 bytes of record i's name after the
+ * prefix all names share, big-endian (so integer order is byte order)
+ * and zero-padded (the NUL sorts first, as in strcmp). Comparisons then
+ * read one array instead of a record and a name each: the sort of a
+ * 100,000-name directory was a quarter of the worker's time in a warm
+ * listing over HTTP. 8 bytes per entry while the scan lives. Without
+ * memory for it, names are compared as before. */
+static void make_keys(struct lk__flight *f)
+{
+	if (f->sort != LK_SORT_NAME || f->nrec == 0)
+		return;
+	const char *first = f->recs[0].name;
+	size_t lcp = f->recs[0].namelen;
+	for (size_t i = 1; i < f->nrec && lcp; i++) {
+		const char *n = f->recs[i].name;
+		size_t k = 0;
+		while (k < lcp && n[k] == first[k])
+			k++;
+		lcp = k;
+	}
+	f->keys = malloc(f->nrec * sizeof(*f->keys));
+	if (!f->keys)
+		return;
+	for (size_t i = 0; i < f->nrec; i++) {
+		const struct lk__rec *r = &f->recs[i];
+		uint64_t k = 0;
+		for (size_t j = 0; j < 8; j++) {
+			size_t at = lcp + j;
+			unsigned char ch = at < r->namelen ? (unsigned char)r->name[at] : 0;
+			k = k << 8 | ch;
+		}
+		f->keys[i] = k;
+	}
 }
 
 /* Collects the order; sorting happens on demand (lk__flight_sorted). */
@@ -59,6 +103,7 @@ void lk__flight_sort(struct lk__flight *f)
 			f->order[n++] = (uint32_t)i;
 	f->norder = n;
 	f->nsorted = 0;
+	make_keys(f);
 	f->nbounds = 0;
 }
 

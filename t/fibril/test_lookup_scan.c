@@ -200,6 +200,35 @@ START_TEST(sort_modes)
 }
 END_TEST
 
+/* Name order when names share a long prefix and differ at, before and
+ * beyond the 8 bytes the sort compares first (lookup_sort.c keys). */
+START_TEST(sort_shared_prefix)
+{
+	static const char *const names[] = {
+		"common-prefix-", "common-prefix-a", "common-prefix-abcdefg",
+		"common-prefix-abcdefgh", "common-prefix-abcdefghi",
+		"common-prefix-abcdefgh0", "common-prefix-abcdefgz",
+		"common-prefix-abcdefghij-1", "common-prefix-abcdefghij-2",
+		"common-prefix-\xc3\xa9", "common-prefix-\x7f", "common-prefix-B",
+		"common-prefix-abcdefgh\xff", "common-prefix-abcdefgh\x01",
+	};
+	tl_mkdir("p");
+	char rel[64];
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		snprintf(rel, sizeof(rel), "p/%s", names[i]);
+		tl_mkfile(rel, NULL);
+	}
+	struct lk_scan_opts o = { .sort = LK_SORT_NAME };
+	expect_like_ls("p", &o, "", false);
+	o.flags = LK_SCAN_DESC;
+	expect_like_ls("p", &o, "-r", false);
+	/* and with no common prefix at all */
+	tl_mkfile("p/0", NULL);
+	o.flags = 0;
+	expect_like_ls("p", &o, "", false);
+}
+END_TEST
+
 START_TEST(entry_metadata)
 {
 	tl_mkdir("m");
@@ -643,6 +672,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, one_entry);
 	tcase_add_test(tc, hundred_thousand);
 	tcase_add_test(tc, sort_modes);
+	tcase_add_test(tc, sort_shared_prefix);
 	tcase_add_test(tc, entry_metadata);
 	tcase_add_test(tc, deleted_mid_scan_sorted);
 	tcase_add_test(tc, deleted_mid_scan_streaming);
