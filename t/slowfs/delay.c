@@ -112,6 +112,8 @@ static struct sfs_answer *take_due(const struct timespec *now, bool all)
 		end = &(*end)->next;
 		n++;
 	}
+	if (n == 0)
+		return NULL;    /* (END is &dq.head: the cut below would empty the queue) */
 	dq.head = *end;
 	*end = NULL;
 	if (!dq.head)
