@@ -18,7 +18,7 @@ mode=${1:-build}
 
 # Build: compiler, autotools, and one -dev package per library.
 pkgs_build="build-essential autoconf automake libtool pkg-config
-  liburing-dev libevent-dev libmicrohttpd-dev libinih-dev zlib1g-dev
+  liburing-dev libevent-dev libmicrohttpd-dev libinih-dev zlib1g-dev libxxhash-dev
   check libsubunit-dev"
 # Tests and benchmarks: real clients, peers, the FUSE test filesystem,
 # a browser for the listing page, and a cross compiler with qemu-user

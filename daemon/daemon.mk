@@ -10,9 +10,9 @@ fileserverd_SOURCES = \
 	daemon/static.c \
 	daemon/listing.c daemon/listing.h \
 	daemon/log.c daemon/log.h
-fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS) $(URING_CFLAGS)
+fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS) $(XXHASH_CFLAGS) $(URING_CFLAGS)
 fileserverd_LDADD = proto/libproto.la fibril/libfibril.la conf/libconf.la \
-	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) $(URING_LIBS) -lpthread
+	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) $(XXHASH_LIBS) $(URING_LIBS) -lpthread
 # The in-tree libraries (libfibril included) are linked in statically:
 # through the shared object every fibril_park()/fibril_wake() pays a PLT
 # jump and a GOT load for the scheduler's TLS slot (fibril-bench: 8.8 ns a
