@@ -63,6 +63,23 @@ TL_FN void tl_teardown(void)
 		tl_rm_rf(tl_dir);
 }
 
+/* The fixture of suites that look up tl_dir through one root, named
+ * root: defines it and the setup() and teardown() that open and close
+ * it around tl_setup() and tl_teardown(). */
+#define TL_ROOT_FIXTURE                                                 \
+	static lk_root_t *root;                                         \
+	static void setup(void)                                         \
+	{                                                               \
+		tl_setup();                                             \
+		ck_assert_int_eq(lk_root_open(tl_dir, NULL, &root), 0); \
+	}                                                               \
+	static void teardown(void)                                      \
+	{                                                               \
+		lk_root_close(root);                                    \
+		root = NULL;                                            \
+		tl_teardown();                                          \
+	}
+
 TL_FN void tl_mkfile(const char *rel, const char *content)
 {
 	char p[512];

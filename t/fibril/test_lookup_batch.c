@@ -14,20 +14,7 @@
 
 #include "test_lookup.h"
 
-static lk_root_t *root;
-
-static void setup(void)
-{
-	tl_setup();
-	ck_assert_int_eq(lk_root_open(tl_dir, NULL, &root), 0);
-}
-
-static void teardown(void)
-{
-	lk_root_close(root);
-	root = NULL;
-	tl_teardown();
-}
+TL_ROOT_FIXTURE
 
 static uint64_t batches(void)
 {

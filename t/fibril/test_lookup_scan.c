@@ -7,20 +7,7 @@
 
 #include "test_lookup.h"
 
-static lk_root_t *root;
-
-static void setup(void)
-{
-	tl_setup();
-	ck_assert_int_eq(lk_root_open(tl_dir, NULL, &root), 0);
-}
-
-static void teardown(void)
-{
-	lk_root_close(root);
-	root = NULL;
-	tl_teardown();
-}
+TL_ROOT_FIXTURE
 
 static void make_many(const char *sub, unsigned n)
 {
