@@ -21,9 +21,9 @@
 
 #include "fibril/lookup_int.h"
 
-/* LK_ENTRY_STATE_BYTES in lookup.h states this (plus the order index
- * and, for name sorts, the key). */
-_Static_assert(sizeof(struct lk__rec) + sizeof(uint32_t) + sizeof(uint64_t) <=
+/* LK_ENTRY_STATE_BYTES in lookup.h states this (plus the sorted
+ * position: index and key). */
+_Static_assert(sizeof(struct lk__rec) + sizeof(struct lk__ord) <=
 	       LK_ENTRY_STATE_BYTES,
 	       "per-entry state grew: update LK_ENTRY_STATE_BYTES");
 
@@ -69,7 +69,6 @@ static void flight_free(struct lk__flight *f)
 	lk__batch_free_all(f);
 	free(f->recs);
 	free(f->order);
-	free(f->keys);
 	free(f->bounds);
 	free(f->gbuf);
 	free(f->reldir);
@@ -510,8 +509,8 @@ void lk__flight_pump(struct lk__flight *f)
 				if (i < lim && room(f))
 					lk__flight_sorted(f, lim);
 				for (; i < lim && room(f); i++)
-					if (f->recs[f->order[i]].state == REC_NEW)
-						issue_stat(f, f->order[i]);
+					if (f->recs[f->order[i].idx].state == REC_NEW)
+						issue_stat(f, f->order[i].idx);
 				c->hint = i;
 			}
 		}

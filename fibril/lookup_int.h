@@ -151,6 +151,13 @@ struct lk__batch {
 
 enum { PH_NAMES = 0, PH_READY };
 
+/* A sorted position: the record's index and its sort key (lookup_sort.c).
+ * Packed: 12 bytes per entry, what a separate index and key array took. */
+struct lk__ord {
+	uint64_t key;
+	uint32_t idx;
+} __attribute__((packed));
+
 struct lk__flight {
 	struct lk__flight *next;   /* single-flight table (this thread) */
 	lk_root_t *root;
@@ -188,8 +195,7 @@ struct lk__flight {
 	/* Sorted scans: order[] is put in place lazily (lookup_sort.c):
 	 * order[0..nsorted) is final, the rest is split by the final
 	 * positions in bounds[] (a stack, smallest on top). */
-	uint32_t *order;
-	uint64_t *keys;            /* LK_SORT_NAME: name keys (lookup_sort.c) */
+	struct lk__ord *order;
 	size_t norder, ndone, nsorted;
 	uint32_t *bounds;
 	unsigned nbounds, capbounds;
@@ -261,7 +267,7 @@ static inline struct lk__rec *lk__ordered(struct lk__flight *f, size_t i)
 {
 	if (i >= f->nsorted)
 		lk__flight_sorted(f, i + 1);
-	return &f->recs[f->order[i]];
+	return &f->recs[f->order[i].idx];
 }
 
 #endif

@@ -139,32 +139,33 @@ static void set_mtime(const char *rel, time_t t)
 
 static void sorts_fibril(void *arg)
 {
+	const char *d = arg;
 	struct lk_scan_opts o = { .sort = LK_SORT_SIZE };
-	expect_like_ls("s", &o, "-S", false);
+	expect_like_ls(d, &o, "-S", false);
 	o.flags = LK_SCAN_DESC;
-	expect_like_ls("s", &o, "-Sr", false);
+	expect_like_ls(d, &o, "-Sr", false);
 	o.sort = LK_SORT_MTIME;
 	o.flags = 0;
-	expect_like_ls("s", &o, "-t", false);
+	expect_like_ls(d, &o, "-t", false);
 	o.flags = LK_SCAN_DESC;
-	expect_like_ls("s", &o, "-tr", false);
+	expect_like_ls(d, &o, "-tr", false);
 	o.sort = LK_SORT_NAME;
 	o.flags = LK_SCAN_DIRS_FIRST;
-	expect_like_ls("s", &o, "--group-directories-first", false);
+	expect_like_ls(d, &o, "--group-directories-first", false);
 	o.flags = LK_SCAN_DIRS_FIRST | LK_SCAN_DESC;
-	expect_like_ls("s", &o, "--group-directories-first -r", false);
+	expect_like_ls(d, &o, "--group-directories-first -r", false);
 	/* DESC reverses the key only: directories stay first (ls -r does
 	 * the same with --group-directories-first). */
 	o.sort = LK_SORT_SIZE;
 	o.flags = LK_SCAN_DIRS_FIRST;
-	expect_like_ls("s", &o, "--group-directories-first -S", false);
+	expect_like_ls(d, &o, "--group-directories-first -S", false);
 	o.flags = LK_SCAN_DIRS_FIRST | LK_SCAN_DESC;
-	expect_like_ls("s", &o, "--group-directories-first -Sr", false);
+	expect_like_ls(d, &o, "--group-directories-first -Sr", false);
 	o.sort = LK_SORT_MTIME;
 	o.flags = LK_SCAN_DIRS_FIRST;
-	expect_like_ls("s", &o, "--group-directories-first -t", false);
+	expect_like_ls(d, &o, "--group-directories-first -t", false);
 	o.flags = LK_SCAN_DIRS_FIRST | LK_SCAN_DESC;
-	expect_like_ls("s", &o, "--group-directories-first -tr", false);
+	expect_like_ls(d, &o, "--group-directories-first -tr", false);
 }
 
 START_TEST(sort_modes)
@@ -183,7 +184,38 @@ START_TEST(sort_modes)
 	tl_mkdir("s/Dir1");
 	set_mtime("s/dir2", 1000050);
 	set_mtime("s/Dir1", 1000150);
-	tl_run_fibril(sorts_fibril, NULL);
+	tl_run_fibril(sorts_fibril, "s");
+}
+END_TEST
+
+/* The same orders over enough entries for the sort to partition (not
+ * only its short-segment path), with ties in size, in mtime seconds
+ * (told apart by nanoseconds) and in the sort keys' first 8 bytes. */
+START_TEST(sort_modes_many)
+{
+	static const char fill[64] = "0123456789012345678901234567890123456789";
+	char rel[128], p[512];
+	tl_mkdir("m");
+	for (unsigned i = 0; i < 3000; i++) {
+		unsigned h = i * 2654435761u;
+		snprintf(rel, sizeof(rel), "m/entry-%u%s", h % 100003u,
+			 i % 5 ? "" : "-and-a-longer-tail");
+		if (i % 11 == 0)
+			tl_mkdir(rel);
+		else
+			tl_mkfile(rel, fill + (h >> 8) % 40);
+		snprintf(p, sizeof(p), "%s/%s", tl_dir, rel);
+		struct timespec ts[2] = {
+			{ 1000000 + (time_t)(h >> 4) % 300, (long)(i % 4) * 250000000 },
+		};
+		ts[1] = ts[0];
+		ck_assert_int_eq(utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW), 0);
+	}
+	tl_run_fibril(sorts_fibril, "m");
+	struct lk_scan_opts o = { .sort = LK_SORT_NAME };
+	expect_like_ls("m", &o, "", false);
+	o.flags = LK_SCAN_DESC;
+	expect_like_ls("m", &o, "-r", false);
 }
 END_TEST
 
@@ -659,6 +691,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, one_entry);
 	tcase_add_test(tc, hundred_thousand);
 	tcase_add_test(tc, sort_modes);
+	tcase_add_test(tc, sort_modes_many);
 	tcase_add_test(tc, sort_shared_prefix);
 	tcase_add_test(tc, entry_metadata);
 	tcase_add_test(tc, deleted_mid_scan_sorted);
