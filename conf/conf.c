@@ -80,6 +80,7 @@ int conf_init(struct conf *c)
 	c->listing.format = CONF_FMT_HTML;
 	c->listing.sort = CONF_SORT_NAME;
 	c->listing.window = 256;
+	c->listing.local_window = 4096;
 	c->listing.attrs_from_lookup = true;
 	c->listing.background = true;
 	if (conf_set_str(&c->root, ".") || conf_set_str(&c->error_log, "-") ||
@@ -311,6 +312,9 @@ static int listing_key(struct load *ld, struct conf_listing *l,
 	} else if (!strcmp(name, "window")) {
 		if (!set_uint(ld, name, v, 1, 65536, false, &n))
 			l->window = (unsigned)n;
+	} else if (!strcmp(name, "local_window")) {
+		if (!set_uint(ld, name, v, 1, 4096, false, &n))
+			l->local_window = (unsigned)n;
 	} else
 		BAD("unknown key '%s' in [listing]", name);
 	return 1;

@@ -31,6 +31,7 @@ struct conf_listing {
 	enum conf_listing_fmt format; /**< default_format (default html) */
 	enum conf_listing_sort sort;  /**< default_sort (default name) */
 	unsigned window;              /**< statx window (default 256) */
+	unsigned local_window;        /**< ... on local file systems (default 4096) */
 	bool attrs_from_lookup;       /**< statx with AT_STATX_DONT_SYNC (default true) */
 	bool background;              /**< the scan's I/O at SCHED_IDLE (default true) */
 };

@@ -175,6 +175,7 @@ static void scan_opts(struct lst_run *r, const struct conf_listing *cfg,
 		      : r->p.sort == PROTO_SORT_MTIME ? LK_SORT_MTIME
 		      : r->p.sort == PROTO_SORT_NONE ? LK_SORT_NONE : LK_SORT_NAME,
 		.window = cfg->window,
+		.local_window = cfg->local_window,
 		.after = r->p.q.after,
 		/* One more than shown: whether a next page exists. */
 		.limit = r->p.q.limit ? r->p.q.limit + 1 : 0,

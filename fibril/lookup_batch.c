@@ -69,10 +69,13 @@ static long batch_run(void *arg)
 }
 
 /* Entries per batch: half the window, so that one batch is stat'ed
- * while the reader takes the other's, at most LK__BATCH_MAX. A warm
- * 100,000-entry listing over HTTP (window 256) took about as long with
- * 128 as with 64, and longer with 32 (more round trips) or with a single
- * batch in flight (the pool then waits for the worker between batches). */
+ * while the reader takes the other's, at most LK__BATCH_MAX. Each batch
+ * costs a hand-off each way between the worker and a pool thread (an
+ * eventfd write, a wake-up, a pump). A warm 100,000-entry listing over
+ * HTTP, window 4096, 16 interleaved rounds: 187 ms with batches of 1024,
+ * 195 ms with batches of 64 (and 208 ms with window 256, batches of 64);
+ * with a single batch in flight the pool waits for the worker between
+ * batches. */
 unsigned lk__batch_size(const struct lk__flight *f)
 {
 	unsigned k = f->cap / 2;

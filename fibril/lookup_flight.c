@@ -635,10 +635,15 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 			    f->mtime_nsec == d->stx_mtime.tv_nsec &&
 			    !f->stopped && !f->err) {
 				close(dirfd);
+				if (lk__scan_set_window(s, f->batched) < 0)
+					return -ENOMEM;
 				consumer_link(f, s);
 				lk__st.shared_joins++;
 				return 0;
 			}
+	bool local = local_fs(dirfd);
+	if (lk__scan_set_window(s, local) < 0)
+		goto nomem;
 	struct lk__flight *f = calloc(1, sizeof(*f));
 	if (!f)
 		goto nomem;
@@ -665,7 +670,6 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	f->flags = flags;
 	f->root_dir = dev == s->root->dev && d->stx_ino == s->root->ino;
 	f->need_stat_all = sort == LK_SORT_SIZE || sort == LK_SORT_MTIME;
-	bool local = local_fs(dirfd);
 	f->inline_getdents = local && fibril_now_ns() >= inline_slow_until;
 	/* On a local file system a stat takes microseconds and io-wq does
 	 * it at 2-3x the speed of a thread pool (100,000 cached entries:

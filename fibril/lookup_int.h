@@ -137,7 +137,7 @@ struct lk__slot {
 /* Batched stats (lookup_batch.c): on a local file system a run of
  * entries is stat'ed by one ASYNC_CALL on a pool thread, plain statx
  * calls in a loop, instead of one ring round trip each. */
-#define LK__BATCH_MAX 64
+#define LK__BATCH_MAX 1024
 struct lk__batch {
 	struct lk__flight *f;
 	struct lk__batch *next, *prev;   /* flight's batches in flight; free list */
@@ -218,7 +218,7 @@ struct lk_scan {
 	struct lk_scan_opts o;
 	char *after;
 	char *reldir;
-	unsigned window;
+	unsigned window;           /* once the file system is known */
 	int err;
 	bool cancelled, ended, counted;
 	size_t pos, hint, delivered;
@@ -227,6 +227,10 @@ struct lk_scan {
 	void *cb_arg;
 	struct fibril_waitq wq;
 };
+
+/* lookup_scan.c, for lookup_flight.c: @s takes its window (@local: the
+ * local window) and the array it delivers in. */
+LK__HIDDEN int lk__scan_set_window(struct lk_scan *s, bool local);
 
 /* lookup_flight.c, for lookup_batch.c */
 LK__HIDDEN void lk__flight_unref(struct lk__flight *f);

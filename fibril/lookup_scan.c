@@ -223,6 +223,20 @@ static void scan_free(struct lk_scan *s)
 	free(s);
 }
 
+static unsigned clamp_window(unsigned w, unsigned dflt)
+{
+	return !w ? dflt : w > LK_WINDOW_MAX ? LK_WINDOW_MAX : w;
+}
+
+int lk__scan_set_window(struct lk_scan *s, bool local)
+{
+	s->window = local ? clamp_window(s->o.local_window, LK_LOCAL_WINDOW)
+			  : clamp_window(s->o.window, 128);
+	free(s->batch);
+	s->batch = malloc(s->window * sizeof(*s->batch));
+	return s->batch ? 0 : -ENOMEM;
+}
+
 FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
 			    const struct lk_scan_opts *o, lk_scan_t **out)
 {
@@ -243,15 +257,11 @@ FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
 	s->o.after = NULL;
 	if (r->flags & LK_ROOT_DOTFILES)
 		s->o.flags |= LK_SCAN_DOTFILES;
-	s->window = o->window ? o->window : 128;
-	if (s->window > 4096)
-		s->window = 4096;
 	s->root = r;
 	lk__root_ref(r);
 	s->reldir = strdup(reldir);
 	s->after = o->after ? strdup(o->after) : NULL;
-	s->batch = malloc(s->window * sizeof(*s->batch));
-	if (!s->reldir || !s->batch || (o->after && !s->after)) {
+	if (!s->reldir || (o->after && !s->after)) {
 		scan_free(s);
 		return -ENOMEM;
 	}

@@ -67,6 +67,8 @@ START_TEST(defaults)
 	ck_assert(c.listing.attrs_from_lookup);
 	ck_assert(c.listing.background);
 	ck_assert(!c.listing.dotfiles);
+	ck_assert_uint_eq(c.listing.window, 256);
+	ck_assert_uint_eq(c.listing.local_window, 4096);
 	ck_assert_ptr_null(c.access_log);
 	ck_assert_uint_eq(c.nlisten, 0);
 	ck_assert_uint_eq(c.request_header_max, 8192);
@@ -101,6 +103,7 @@ START_TEST(full_file)
 	             "default_format = ndjson\n"
 	             "default_sort = mtime\n"
 	             "window = 64\n"
+	             "local_window = 512\n"
 	             "attrs_from_lookup = off\n"
 	             "background = off\n"
 	             "[dir \"/private/\"]\n"
@@ -130,6 +133,7 @@ START_TEST(full_file)
 	ck_assert_int_eq(c.listing.format, CONF_FMT_NDJSON);
 	ck_assert_int_eq(c.listing.sort, CONF_SORT_MTIME);
 	ck_assert_uint_eq(c.listing.window, 64);
+	ck_assert_uint_eq(c.listing.local_window, 512);
 	ck_assert(!c.listing.attrs_from_lookup);
 	ck_assert(!c.listing.background);
 
@@ -213,6 +217,14 @@ START_TEST(limits_out_of_range)
 	expect_msg(1, 3, "fcache_entries");
 	expect_msg(2, 4, "request_header_max");
 	ck_assert_uint_eq(c.request_header_max, 8192);
+	conf_free(&c);
+
+	ck_assert_int_eq(load(&c, "[listing]\n"
+	                          "local_window = 0\n"
+	                          "local_window = 4097\n"), 2);
+	expect_msg(0, 2, "local_window");
+	expect_msg(1, 3, "local_window");
+	ck_assert_uint_eq(c.listing.local_window, 4096);
 	conf_free(&c);
 }
 END_TEST

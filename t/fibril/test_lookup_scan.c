@@ -312,7 +312,8 @@ END_TEST
 static void deleted_fibril(void *arg)
 {
 	enum lk_sort sort = *(enum lk_sort *)arg;
-	struct lk_scan_opts o = { .sort = sort, .window = 8 };
+	/* The test directory is local: local_window is the one in use. */
+	struct lk_scan_opts o = { .sort = sort, .window = 8, .local_window = 8 };
 	lk_scan_t *s;
 	ck_assert_int_eq(lk_scan_open(root, "del", &o, &s), 0);
 	const struct lk_entry *e;

@@ -181,13 +181,25 @@ enum lk_sort {
                                       (the thread reading them leaves a CPU idle).
                                       Never shares a flight with a scan without it. */
 
+/** Largest window (and local window) a scan takes. */
+#define LK_WINDOW_MAX 4096
+/** Default local window: fewer, larger batches (fewer thread hand-offs
+ *  per listing) for a few MiB per scan in progress. */
+#define LK_LOCAL_WINDOW 4096
+
 /** Options for lk_scan_open(); all-zero (or NULL) means: unsorted,
- *  dotfiles per the root, window 128. */
+ *  dotfiles per the root, window 128, local window LK_LOCAL_WINDOW. */
 struct lk_scan_opts {
 	enum lk_sort sort;
 	unsigned flags;            /**< LK_SCAN_* */
 	unsigned window;           /**< statx calls in flight, and max batch size
-	                                (0: 128; clamped to 1..4096) */
+	                                delivered (0: 128; clamped to
+	                                1..LK_WINDOW_MAX); on file systems not
+	                                known to be local (FUSE, NFS, ...) */
+	unsigned local_window;     /**< the same on known local file systems,
+	                                whose stats run in batches of half of it,
+	                                at most 1024 (0: LK_LOCAL_WINDOW; clamped
+	                                to 1..LK_WINDOW_MAX) */
 	const char *after;         /**< LK_SORT_NAME only: start strictly after this
 	                                name in the scan's order (pagination cursor;
 	                                copied) */
@@ -230,10 +242,12 @@ typedef struct lk_scan lk_scan_t;
  * scan keeps only its window, so it cannot be shared).
  *
  * Stats: on ext2/3/4, xfs, btrfs, f2fs, tmpfs, ramfs and overlayfs a
- * run of entries (half the window, at most 64) is stat'ed by one
- * ASYNC_CALL on a pool thread (lk_stats: statx_batches); elsewhere each
- * entry is one ASYNC_STATX, up to a window of them overlapping. Either
- * way an entry's own error lands on that entry.
+ * run of entries (half the local window, at most 1024) is stat'ed by one
+ * ASYNC_CALL on a pool thread (lk_stats: statx_batches), plain statx
+ * calls in a loop: a cached stat takes microseconds, and each batch
+ * costs a hand-off between threads. Elsewhere each entry is one
+ * ASYNC_STATX, up to a window of them overlapping, since each waits a
+ * round trip. Either way an entry's own error lands on that entry.
  *
  * Memory: LK_SORT_NONE keeps a bounded amount whatever the directory
  * size: records for at most 4 windows plus one 32 KiB getdents buffer's
