@@ -219,6 +219,7 @@ struct lk_scan {
 	char *after;
 	char *reldir;
 	unsigned window;           /* once the file system is known */
+	unsigned deliver;          /* entries per lk_scan_next, at most */
 	int err;
 	bool cancelled, ended, counted;
 	size_t pos, hint, delivered;
@@ -227,6 +228,11 @@ struct lk_scan {
 	void *cb_arg;
 	struct fibril_waitq wq;
 };
+
+/* Entries delivered at a time, whatever the window: the caller renders
+ * them while they are still in cache (an lk_entry holds a whole struct
+ * statx: 4096 of them are 1.2 MiB, beyond a core's L2). */
+#define LK__DELIVER_MAX 512
 
 /* lookup_scan.c, for lookup_flight.c: @s takes its window (@local: the
  * local window) and the array it delivers in. */

@@ -68,7 +68,11 @@ static size_t check_scan(const char *sub, const struct lk_scan_opts *o)
 	size_t n, seen = 0;
 	int rc;
 	struct tl_names got = { 0 }, want = { 0 };
-	while ((rc = lk_scan_next(s, &e, &n)) == 1)
+	/* Delivered at most min(local window, 512) at a time. */
+	size_t most = o->local_window && o->local_window < 512
+		? o->local_window : 512;
+	while ((rc = lk_scan_next(s, &e, &n)) == 1) {
+		ck_assert_uint_le(n, most);
 		for (size_t i = 0; i < n; i++, seen++) {
 			const struct lk_entry *x = &e[i];
 			struct statx st;
@@ -105,6 +109,7 @@ static size_t check_scan(const char *sub, const struct lk_scan_opts *o)
 			}
 			tl_names_add(&got, x->name);
 		}
+	}
 	ck_assert_int_eq(rc, 0);
 	lk_scan_close(s);
 	close(dfd);

@@ -37,6 +37,7 @@ static int scan_all(const char *dir, const struct lk_scan_opts *o,
 	size_t n;
 	while ((rc = lk_scan_next(s, &e, &n)) == 1) {
 		ck_assert_uint_ge(n, 1);
+		ck_assert_uint_le(n, 512);   /* at most 512 at a time */
 		for (size_t i = 0; i < n; i++) {
 			ck_assert_int_eq(e[i].err, 0);
 			ck_assert_uint_eq(strlen(e[i].name), e[i].namelen);

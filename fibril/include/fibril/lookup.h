@@ -192,10 +192,11 @@ enum lk_sort {
 struct lk_scan_opts {
 	enum lk_sort sort;
 	unsigned flags;            /**< LK_SCAN_* */
-	unsigned window;           /**< statx calls in flight, and max batch size
-	                                delivered (0: 128; clamped to
-	                                1..LK_WINDOW_MAX); on file systems not
-	                                known to be local (FUSE, NFS, ...) */
+	unsigned window;           /**< statx calls in flight (0: 128; clamped
+	                                to 1..LK_WINDOW_MAX) on file systems not
+	                                known to be local (FUSE, NFS, ...); an
+	                                lk_scan_next() delivers at most
+	                                min(window, 512) entries */
 	unsigned local_window;     /**< the same on known local file systems,
 	                                whose stats run in batches of half of it,
 	                                at most 1024 (0: LK_LOCAL_WINDOW; clamped
@@ -251,13 +252,13 @@ typedef struct lk_scan lk_scan_t;
  *
  * Memory: LK_SORT_NONE keeps a bounded amount whatever the directory
  * size: records for at most 4 windows plus one 32 KiB getdents buffer's
- * worth (fileserverd's peak RSS grew 6 MiB over a listing of 1,000,000
- * entries and over one of 100,000 with the local window 4096; 0.75 MiB
- * with 256). Sorted scans keep per entry LK_ENTRY_STATE_BYTES plus the
- * name and its NUL (1,000,000 entries with 17-byte names, LK_SORT_NAME:
- * 111.5 bytes/entry of peak RSS growth in fileserverd, listing-bench),
- * plus window * 300 bytes per consumer for its batch (the local window
- * on local file systems) and up to 4 batches of 72 KiB.
+ * worth (fileserverd's peak RSS grew 3.5-3.8 MiB over a listing of
+ * 1,000,000 entries and over one of 100,000 with the local window 4096;
+ * 0.75 MiB with 256). Sorted scans keep per entry LK_ENTRY_STATE_BYTES
+ * plus the name and its NUL (1,000,000 entries with 17-byte names,
+ * LK_SORT_NAME: 111.5 bytes/entry of peak RSS growth in fileserverd,
+ * listing-bench), plus per consumer 300 bytes per entry it delivers at
+ * a time (at most 512) and up to 4 batches of 72 KiB.
  */
 FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
                             const struct lk_scan_opts *o, lk_scan_t **out);
