@@ -256,7 +256,7 @@ typedef struct lk_scan lk_scan_t;
  * 1,000,000 entries and over one of 100,000 with the local window 4096;
  * 0.75 MiB with 256). Sorted scans keep per entry LK_ENTRY_STATE_BYTES
  * plus the name and its NUL (1,000,000 entries with 17-byte names,
- * LK_SORT_NAME: 111.5 bytes/entry of peak RSS growth in fileserverd,
+ * LK_SORT_NAME: 109.8-111.5 bytes/entry of peak RSS growth in fileserverd,
  * listing-bench), plus per consumer 300 bytes per entry it delivers at
  * a time (at most 512) and up to 4 batches of 72 KiB.
  */
