@@ -9,7 +9,8 @@
  *   -a  also list dotfiles, "." and ".." (ls -la)
  *   -L  LK_SCAN_LOOKUP_ATTRS: the attributes the name lookup brought back
  *       (one FUSE round trip per entry instead of two; see lookup.h)
- *   -w  statx calls in flight (default 256)
+ *   -w  statx calls in flight on FUSE and network file systems (default
+ *       256); local ones take the library's local window (LK_LOCAL_WINDOW)
  *   -t  io-wq workers for the ring (default: the window, at most 256):
  *       on slow metadata the worker limit decides everything (DESIGN.md)
  * Device files show their size (0), not "major, minor" (the engine keeps
