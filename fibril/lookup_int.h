@@ -219,7 +219,6 @@ struct lk_scan {
 	char *after;
 	char *reldir;
 	unsigned window;           /* once the file system is known */
-	unsigned deliver;          /* entries per lk_scan_next, at most */
 	int err;
 	bool cancelled, ended, counted;
 	size_t pos, hint, delivered;

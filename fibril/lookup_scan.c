@@ -97,6 +97,12 @@ static void expand(const struct lk__flight *f, const struct lk__rec *r,
 	e->stx.stx_dev_minor = f->dev_minor;
 }
 
+/* Entries an lk_scan_next() delivers at most (LK__DELIVER_MAX). */
+static inline unsigned deliver_max(const struct lk_scan *s)
+{
+	return s->window < LK__DELIVER_MAX ? s->window : LK__DELIVER_MAX;
+}
+
 static int try_next(struct lk_scan *s, const struct lk_entry **ents,
 		    size_t *n)
 {
@@ -120,7 +126,7 @@ static int try_next(struct lk_scan *s, const struct lk_entry **ents,
 		return -ECANCELED;
 	size_t k = 0, lim = limit_of(s);
 	if (f->streaming) {
-		while (k < s->deliver && s->delivered < lim && s->pos < f->nrec &&
+		while (k < deliver_max(s) && s->delivered < lim && s->pos < f->nrec &&
 		       f->recs[s->pos].state == REC_DONE) {
 			const struct lk__rec *r = &f->recs[s->pos++];
 			if (r->err == -ENOENT)
@@ -129,7 +135,7 @@ static int try_next(struct lk_scan *s, const struct lk_entry **ents,
 			s->delivered++;
 		}
 	} else {
-		while (k < s->deliver && s->delivered < lim && s->pos < f->norder) {
+		while (k < deliver_max(s) && s->delivered < lim && s->pos < f->norder) {
 			const struct lk__rec *r = lk__ordered(f, s->pos);
 			if (r->state != REC_DONE)
 				break;
@@ -238,9 +244,8 @@ int lk__scan_set_window(struct lk_scan *s, bool local)
 {
 	s->window = local ? clamp_window(s->o.local_window, LK_LOCAL_WINDOW)
 			  : clamp_window(s->o.window, 128);
-	s->deliver = s->window < LK__DELIVER_MAX ? s->window : LK__DELIVER_MAX;
 	free(s->batch);
-	s->batch = malloc(s->deliver * sizeof(*s->batch));
+	s->batch = malloc(deliver_max(s) * sizeof(*s->batch));
 	return s->batch ? 0 : -ENOMEM;
 }
 

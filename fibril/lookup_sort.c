@@ -193,6 +193,20 @@ static void sort_small(struct lk__flight *f, size_t lo, size_t hi)
 	}
 }
 
+/* Room for one more pivot on the stack. */
+static bool bounds_room(struct lk__flight *f)
+{
+	if (f->nbounds < f->capbounds)
+		return true;
+	unsigned cap = f->capbounds ? f->capbounds * 2 : 32;
+	uint32_t *v = realloc(f->bounds, cap * sizeof(*v));
+	if (!v)
+		return false;
+	f->bounds = v;
+	f->capbounds = cap;
+	return true;
+}
+
 /*
  * Makes order[0..k) final (at least; k is clamped to norder) and returns
  * how many positions are. Incremental quicksort (Paredes and Navarro,
@@ -221,24 +235,13 @@ size_t lk__flight_sorted(struct lk__flight *f, size_t k)
 			f->nsorted = hi;
 			continue;
 		}
-		if (f->nbounds >= MAX_BOUNDS) {
+		if (f->nbounds >= MAX_BOUNDS || !bounds_room(f)) {
+			/* Bad pivots, or no memory for the stack: the segment
+			 * whole. */
 			qsort_r(f->order + lo, hi - lo, sizeof(*f->order),
 				ord_cmp_r, f);
 			f->nsorted = hi;
 			continue;
-		}
-		if (f->nbounds == f->capbounds) {
-			unsigned cap = f->capbounds ? f->capbounds * 2 : 32;
-			uint32_t *v = realloc(f->bounds, cap * sizeof(*v));
-			if (!v) {
-				/* Sort the segment whole instead. */
-				qsort_r(f->order + lo, hi - lo, sizeof(*f->order),
-					ord_cmp_r, f);
-				f->nsorted = hi;
-				continue;
-			}
-			f->bounds = v;
-			f->capbounds = cap;
 		}
 		f->bounds[f->nbounds++] = (uint32_t)partition(f, lo, hi);
 	}
