@@ -41,7 +41,6 @@ void lst_etag_init(struct lst_etag *t, const struct lst_params *p,
 	                    (uint32_t)((uint64_t)p->q.limit >> 32), 0 };
 
 	t->h = 0;
-	t->n = 0;
 	mix(t, hdr, sizeof hdr);
 	mix(t, urlpath, strlen(urlpath) + 1);
 	if (p->q.after)
@@ -68,7 +67,6 @@ void lst_etag_entry(struct lst_etag *t, const struct lk_entry *e)
 	mix(t, &rec, sizeof rec);
 	if (e->link)
 		mix(t, e->link, strlen(e->link) + 1);
-	t->n++;
 }
 
 void lst_etag_final(const struct lst_etag *t, bool more, char *out)

@@ -67,7 +67,6 @@ void lst_gz_end(struct lst_gz *g);
 /* ---- ETag (listing_etag.c) ---- */
 struct lst_etag {
 	uint64_t h;
-	uint64_t n;
 };
 void lst_etag_init(struct lst_etag *t, const struct lst_params *p,
                    const char *urlpath);
