@@ -46,16 +46,16 @@ t_fibril_test_async_event_LDADD = $(x__async_test_ldadd) $(LIBEVENT_LIBS)
 
 x__async_unit = t/fibril/test_async t/fibril/test_async_fibrils \
 	t/fibril/test_async_event t/fibril/test_async_bg \
-	contrib/examples/poll-host contrib/examples/seed002
+	contrib/examples/poll-host contrib/examples/readdir-stat
 TESTS += $(x__async_unit) $(x__async_unit:=-threads.sh)
 UNIT_TESTS += $(x__async_unit) $(x__async_unit:=-threads.sh)
 
 # ---- examples (each also a test: no argument = self-check) ----
-check_PROGRAMS += contrib/examples/poll-host contrib/examples/seed002
+check_PROGRAMS += contrib/examples/poll-host contrib/examples/readdir-stat
 contrib_examples_poll_host_SOURCES = contrib/examples/poll-host.c
 contrib_examples_poll_host_LDADD = fibril/libfibril.la
-contrib_examples_seed002_SOURCES = contrib/examples/seed002.c
-contrib_examples_seed002_LDADD = fibril/libfibril.la
+contrib_examples_readdir_stat_SOURCES = contrib/examples/readdir-stat.c
+contrib_examples_readdir_stat_LDADD = fibril/libfibril.la
 
 # ---- benchmark ----
 noinst_PROGRAMS += contrib/bench/stat-bench

@@ -21,11 +21,11 @@
 
 #include "fibril/lookup_int.h"
 
-/* LK_ENTRY_STATE_BYTES in lookup.h states this (plus the sorted
+/* LK__ENTRY_STATE_BYTES in lookup_int.h states this (plus the sorted
  * position: index and key). */
 _Static_assert(sizeof(struct lk__rec) + sizeof(struct lk__ord) <=
-	       LK_ENTRY_STATE_BYTES,
-	       "per-entry state grew: update LK_ENTRY_STATE_BYTES");
+	       LK__ENTRY_STATE_BYTES,
+	       "per-entry state grew: update LK__ENTRY_STATE_BYTES");
 
 enum { ST_LSTAT = 0, ST_READLINK, ST_TOPEN };
 

@@ -95,7 +95,12 @@ LK__HIDDEN void lk__arena_free(struct lk__arena *a);
 /* ---- the underlying scan ("flight"), shared by identical scans ---- */
 enum { REC_NEW = 0, REC_PENDING, REC_DONE };
 
-/* Compact per-entry state (LK_ENTRY_STATE_BYTES with the order index):
+/* Bytes of state a sorted scan keeps per entry besides its name: a
+ * record and its sorted position (index and key). lookup_flight.c
+ * checks the structures against it; lookup.h and libfibril(3) quote it. */
+#define LK__ENTRY_STATE_BYTES 92
+
+/* Compact per-entry state (LK__ENTRY_STATE_BYTES with the order index):
  * what an HTTP listing or ls -l needs, not a whole struct statx. */
 struct lk__rec {
 	const char *name;

@@ -1,22 +1,18 @@
 /*
- * libfibril: asynchronous system calls (the contract of the 2007 fibril
- * thread, seeds 002/005) on io_uring, with a thread-pool fallback.
+ * libfibril: asynchronous system calls on io_uring, with a thread-pool
+ * fallback (the async_submit contract of the 2007 "fibril" discussion).
  *
  * Threading: an engine belongs to the thread that created it; that
  * thread's async_submit()/wait_for_async()/async_cancel() use it. Call
  * nothing here from another thread.
  *
- * Credentials: the ring and its kernel workers, and the pool threads,
- * act with the credentials of the thread that created the engine, as
- * they were at creation. Drop privileges (setgroups/setgid/setuid,
- * chroot) before async_engine_create(); see async_engine_create().
- * (In detail, Linux 6.x: io-wq runs each call with the credentials its
- * submitter had at submission; pool threads are ordinary threads of
- * the process, so glibc's set*id() reach them but raw per-thread
- * set*id syscalls do not, and chroot/chdir are shared. Dropping first
- * makes all of that moot.) Nothing here creates a ring or a thread
- * before async_engine_create(): without an engine async_submit()
- * returns -ENXIO and the fibril_* wrappers run the plain system call.
+ * Credentials: the ring's kernel workers and the pool threads act with
+ * the credentials of the thread that created the engine. Drop
+ * privileges (setgroups/setgid/setuid, chroot) before
+ * async_engine_create(); nothing here creates a ring or a thread
+ * earlier. Without an engine async_submit() returns -ENXIO and the
+ * fibril_* wrappers run the plain system call. libfibril(3) has the
+ * details.
  */
 #ifndef FIBRIL_ASYNC_H
 #define FIBRIL_ASYNC_H
@@ -56,30 +52,18 @@ enum async_call {
 };
 
 /**
- * ASYNC_CALL runs a function of the caller's on a pool thread, for work
- * that is many plain system calls in a row (a run of stats of one
- * directory: one submit and one completion for all of them, where one
- * ASYNC_STATX each costs a ring round trip each). args[0] is @fn cast
- * to unsigned long, args[1] is @arg; fn(arg)'s return value is the
- * call's result, and must be below ASYNC_COOKIE_BASE (by convention
- * >= 0 or -errno).
- *
- * It never goes to the ring and never runs inline, on either backend:
- * fn(arg) runs on the engine's foreground pool (the background pool
- * with ASYNC_F_BACKGROUND), concurrently with the submitting thread;
- * whatever both touch is the caller's to synchronise (the usual way:
- * the submitter reads what fn wrote only after the completion). Like
- * any call it runs synchronously, on the caller's thread before
- * async_submit() returns 0, with ASYNC_F_SYNC, at the parallelism
- * limit, or when no pool thread can be made. fn must not use the
- * submitter's engine or fibrils (on a pool thread there is no engine:
- * fibril_* wrappers run the plain system call there). fn should not
- * block for long: it holds one of a bounded set of pool threads.
- *
- * async_cancel() drops a call that has not started (it completes with
- * -ECANCELED and fn never runs); a running fn is not interrupted. So
- * @arg must stay valid until *result no longer holds the cookie, as for
- * any live pointer; async_engine_destroy() waits for a running fn.
+ * ASYNC_CALL runs fn(arg) on a pool thread (args[0] is @fn cast to
+ * unsigned long, args[1] is @arg); its return value, below
+ * ASYNC_COOKIE_BASE (by convention >= 0 or -errno), is the call's
+ * result. It never goes to the ring: fn runs on the engine's pool (the
+ * background pool with ASYNC_F_BACKGROUND) concurrently with the
+ * submitter, who reads what fn wrote only after the completion. It runs
+ * synchronously on the caller's thread with ASYNC_F_SYNC, at the
+ * parallelism limit, or when no pool thread can be made. fn must not
+ * use the submitter's engine or fibrils, and should not block for long.
+ * async_cancel() drops a call that has not started (-ECANCELED, fn
+ * never runs); a running fn is not interrupted, and
+ * async_engine_destroy() waits for it. @arg is a live pointer.
  */
 
 /** One row of the call table. */
@@ -99,16 +83,13 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
  *  synchronously at the parallelism limit. For tests, and for callers
  *  that know the call will block. */
 #define ASYNC_F_NOINLINE 0x2UL
-/** Background work (a directory listing's stats): the call runs on the
- *  engine's background threads (a pool of its own, made on first use,
- *  never the ring), which the kernel schedules at SCHED_IDLE. It then
- *  only uses CPU time that other threads leave idle, and its completion
- *  never preempts them; on a saturated machine it waits. Completions
- *  are delivered in batches (when an eighth of the background calls
- *  outstanding are done, or none is left running), at the latest 5 ms
- *  after the call finished: while background calls are outstanding,
- *  async_engine_timeout_ms() is at most 5. The
- *  inline fast paths and the parallelism limit apply as to any call. */
+/** Background work: the call runs on the engine's background threads
+ *  (a pool of its own, made on first use, never the ring), scheduled at
+ *  SCHED_IDLE: it uses only CPU time other threads leave idle, and on a
+ *  saturated machine it waits. Completions are delivered in batches, at
+ *  the latest 5 ms after the call finished (async_engine_timeout_ms()
+ *  is at most 5 while any is outstanding). The inline fast paths and
+ *  the parallelism limit apply as to any call. */
 #define ASYNC_F_BACKGROUND 0x4UL
 
 /** Cookies are always >= ASYNC_COOKIE_BASE, a value no call returns, so
@@ -125,7 +106,7 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
  * Returns > 0: pending; the value is a cookie, also stored in *result
  *   until completion overwrites *result with the call's return value.
  * When the number in flight reaches the engine's parallelism limit, the
- * call runs synchronously and 0 is returned (seed 002).
+ * call runs synchronously and 0 is returned.
  * Completion is attributed to the submitter: the running fibril, or the
  * thread when called outside a fibril.
  */
@@ -181,9 +162,9 @@ struct async_engine_opts {
 	unsigned max_inflight;    /**< parallelism limit (default 4096) */
 	unsigned ring_entries;    /**< SQ size (default 256) */
 	unsigned iowq_bounded;    /**< io-wq bounded workers (default 64; like
-	                               every field here, 0 takes the default:
-	                               the kernel's own bound, 4 x CPUs, is what
-	                               makes slow metadata crawl, DESIGN.md) */
+	                               every field here, 0 takes the default,
+	                               not the kernel's bound of 4 x CPUs:
+	                               docs/DESIGN.md, "io-wq worker limits") */
 	unsigned iowq_unbounded;  /**< io-wq unbounded workers (default 0 = kernel default) */
 	unsigned pool_threads;    /**< thread-pool size (default 16) */
 	/** Receives one line at start naming the backend, and warnings.
@@ -279,21 +260,16 @@ FIBRIL_API long fibril_fadvise(int fd, int64_t offset, int64_t len, int advice);
  *  the thread, fn(arg) runs here. */
 FIBRIL_API long fibril_call(long (*fn)(void *arg), void *arg);
 
-/** Seed 002's async_stat: submits a statx of @path relative to @dirfd
- *  (AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS) and returns at once with
- *  async_submit()'s value; the result lands in *result. Collect with
- *  wait_for_async(0).
+/** The async_stat of the readdir-then-stat loop: submits a statx of
+ *  @path relative to @dirfd (AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS)
+ *  and returns at once with async_submit()'s value; the result lands in
+ *  *result. Collect with wait_for_async(0).
  *
- *  A run of 256 or more such statx calls (this or async_submit's)
- *  relative to one @dirfd, all pending, reads as a readdir loop: the
- *  engine then reads that directory ahead once, on a pool thread,
- *  through a descriptor of its own (never @dirfd or its position),
- *  until a read finds the rest cached; the descriptor is closed when
- *  that is done or at async_engine_destroy(). That descriptor is opened
- *  (openat(@dirfd, ".")) by the 256th submit itself, on the caller's
- *  thread, so that the caller may close @dirfd at once: on a network
- *  or FUSE file system that submit waits one round trip. A later run
- *  (after everything of this one completed) starts afresh. */
+ *  From 256 pending statx calls relative to one @dirfd on, the engine
+ *  reads that directory ahead on a pool thread through a descriptor of
+ *  its own, opened by the 256th submit (which may then wait one round
+ *  trip on a network or FUSE file system); @dirfd and its position are
+ *  never touched, and the caller may close it at once. */
 FIBRIL_API long async_stat(int dirfd, const char *path, struct statx *buf,
                            long *result);
 

@@ -1,6 +1,6 @@
 /*
  * libfibril: hosting an async engine and the fibril scheduler in a
- * libevent event_base (the common wait point of DESIGN.md).
+ * libevent event_base (docs/DESIGN.md, "One common wait point").
  *
  * Threading: the engine, the base and these calls all belong to one
  * thread, the engine's.

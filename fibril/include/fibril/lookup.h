@@ -144,11 +144,9 @@ FIBRIL_API void lk_op_cancel(lk_op_t *op);
 
 enum lk_sort {
 	LK_SORT_NONE = 0,   /**< directory order, streamed; memory bounded by the window */
-	LK_SORT_NAME,       /**< byte order (strcmp, like LC_ALL=C ls); names are read
-	                         first (beyond ~8,000 names, getdents leaves the caller's
-	                         thread), put in order lazily (the next windows first, not
-	                         a whole sort), then stat'ed window by window: first batch
-	                         fast */
+	LK_SORT_NAME,       /**< byte order (strcmp, like LC_ALL=C ls); all names are
+	                         read first, then stat'ed window by window in order, so
+	                         the first batch comes early */
 	LK_SORT_SIZE,       /**< all entries stat'ed, then sorted (ties by name) */
 	LK_SORT_MTIME       /**< likewise, newest first unless LK_SCAN_DESC (ties by name) */
 };
@@ -161,30 +159,19 @@ enum lk_sort {
                                       root itself reports the root (as in a chroot) */
 #define LK_SCAN_NO_LINKS   0x10u /**< don't read symlink targets (link=NULL, target_mode=0) */
 #define LK_SCAN_NO_SHARE   0x20u /**< don't share with a concurrent identical scan */
-#define LK_SCAN_LOOKUP_ATTRS 0x40u /**< statx with AT_STATX_DONT_SYNC: take the attributes
-                                      the kernel got while looking the name up instead of
-                                      asking the file system again. On FUSE (timeout 0)
-                                      one round trip per entry instead of two, as fresh;
-                                      on NFS they may be as old as the attribute cache. */
-#define LK_SCAN_BACKGROUND 0x80u /**< the scan's stats are background work
-                                      (ASYNC_F_BACKGROUND: SCHED_IDLE threads), so that
-                                      a long scan never takes CPU time from requests;
-                                      on a saturated machine it waits for idle time.
-                                      On a file system not known to be local (FUSE,
-                                      NFS, CIFS, but also ZFS or vfat: anything but
-                                      those listed below) that is every system call
-                                      of the scan. On ext2/3/4, xfs, btrfs, f2fs,
-                                      tmpfs, ramfs and overlayfs it is the batched
-                                      stats (see lk_scan_open), and a name-sorted scan
-                                      without limit or after starts them, in directory
-                                      order, while it still reads and sorts the names
-                                      (the thread reading them leaves a CPU idle).
-                                      Never shares a flight with a scan without it. */
+#define LK_SCAN_LOOKUP_ATTRS 0x40u /**< statx with AT_STATX_DONT_SYNC: the attributes the
+                                      name lookup brought back (on FUSE one round trip per
+                                      entry instead of two; on NFS as old as the attribute
+                                      cache) */
+#define LK_SCAN_BACKGROUND 0x80u /**< the scan's system calls (on local file systems:
+                                      its stat batches) are ASYNC_F_BACKGROUND work on
+                                      SCHED_IDLE threads; on a saturated machine the scan
+                                      waits for idle CPU. Never shares a flight with a
+                                      scan without this flag. */
 
 /** Largest window (and local window) a scan takes. */
 #define LK_WINDOW_MAX 4096
-/** Default local window: fewer, larger batches (fewer thread hand-offs
- *  per listing) for a few MiB per scan in progress. */
+/** Default local window (see lk_scan_opts.local_window). */
 #define LK_LOCAL_WINDOW 4096
 
 /** Options for lk_scan_open(); all-zero (or NULL) means: unsorted,
@@ -239,32 +226,21 @@ typedef struct lk_scan lk_scan_t;
  * found later come from the first lk_scan_next*(). Concurrent scans of
  * the same directory (same root, dev/ino and mtime of the directory, same
  * sort and flags) share one getdents pass and one set of statx calls
- * (single flight) unless LK_SCAN_NO_SHARE or LK_SORT_NONE (a streaming
- * scan keeps only its window, so it cannot be shared).
+ * unless LK_SCAN_NO_SHARE or LK_SORT_NONE.
  *
- * Stats: on ext2/3/4, xfs, btrfs, f2fs, tmpfs, ramfs and overlayfs a
- * run of entries (half the local window, at most 1024) is stat'ed by one
- * ASYNC_CALL on a pool thread (lk_stats: statx_batches), plain statx
- * calls in a loop: a cached stat takes microseconds, and each batch
- * costs a hand-off between threads. Elsewhere each entry is one
- * ASYNC_STATX, up to a window of them overlapping, since each waits a
- * round trip. Either way an entry's own error lands on that entry.
+ * On ext2/3/4, xfs, btrfs, f2fs, tmpfs, ramfs and overlayfs entries are
+ * stat'ed in batches (half the local window, at most 1024) by one
+ * ASYNC_CALL each; elsewhere each entry is one ASYNC_STATX, up to a
+ * window of them in flight. An entry's own error lands on that entry.
  *
- * Memory: LK_SORT_NONE keeps a bounded amount whatever the directory
- * size: records for at most 4 windows plus one 32 KiB getdents buffer's
- * worth (fileserverd's peak RSS grew 3.5-3.8 MiB over a listing of
- * 1,000,000 entries and over one of 100,000 with the local window 4096;
- * 0.75 MiB with 256). Sorted scans keep per entry LK_ENTRY_STATE_BYTES
- * plus the name and its NUL (1,000,000 entries with 17-byte names,
- * LK_SORT_NAME: 109.8-111.5 bytes/entry of peak RSS growth in fileserverd,
- * listing-bench), plus per consumer 300 bytes per entry it delivers at
- * a time (at most 512) and up to 4 batches of 72 KiB.
+ * Memory: LK_SORT_NONE keeps records for at most 4 windows plus one
+ * 32 KiB getdents buffer, whatever the directory size. Sorted scans
+ * keep 92 bytes per entry plus the name and its NUL, plus per consumer
+ * about 300 bytes per entry delivered at a time (at most 512) and up to
+ * 4 batches of 72 KiB. libfibril(3) gives the details.
  */
 FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
                             const struct lk_scan_opts *o, lk_scan_t **out);
-
-/** Bytes of state a sorted scan keeps per entry besides its name. */
-#define LK_ENTRY_STATE_BYTES 92
 
 /**
  * Blocking-style: returns the next batch in order. Returns 1 with

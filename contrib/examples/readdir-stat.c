@@ -1,13 +1,15 @@
 /*
- * The example from seed 002 (Linus Torvalds, 2 Feb 2007), nearly
- * verbatim: a readdir loop that stats every entry asynchronously, then
- * one wait_for_async(). The two differences: async_stat() takes the
- * directory fd (the names are relative to it) and a result word, and
- * wait_for_async() takes 0 ("everything I have outstanding").
+ * readdir-stat: the readdir-then-stat loop from the 2007 "fibril"
+ * discussion on the Linux kernel mailing list (Linus Torvalds, 2 Feb
+ * 2007), nearly verbatim: a readdir loop that stats every entry
+ * asynchronously, then one wait_for_async(). The two differences:
+ * async_stat() takes the directory fd (the names are relative to it)
+ * and a result word, and wait_for_async() takes 0 ("everything I have
+ * outstanding").
  *
- *   seed002 DIR   lists DIR (mode, size, name) and checks every stat
- *   seed002       does the same on a scratch directory of its own, as a
- *                 test: exit 0 pass, 1 fail
+ *   readdir-stat DIR  lists DIR (mode, size, name) and checks every stat
+ *   readdir-stat      does the same on a scratch directory of its own,
+ *                     as a test: exit 0 pass, 1 fail
  */
 #include "first.h"
 
@@ -38,7 +40,7 @@ static struct one_entry *list_dir(const char *path)
 	}
 	int dfd = dirfd(dir);
 
-	/* ---- seed 002 ---- */
+	/* ---- the loop as posted ---- */
 	struct one_entry *prev = NULL;
 	struct dirent *de;
 
@@ -55,7 +57,7 @@ static struct one_entry *list_dir(const char *path)
 	}
 	wait_for_async(0);
 	/* .. Ta-daa! All done .. */
-	/* ---- end of seed 002 ---- */
+	/* ---- end of the loop as posted ---- */
 
 	closedir(dir);
 	return prev;
@@ -144,12 +146,12 @@ int main(int argc, char **argv)
 	async_engine_t *e;
 	/* A private parent, so that ".." does not change under us while
 	 * other tests create files in /tmp. */
-	char parent[] = "/tmp/seed002.XXXXXX";
+	char parent[] = "/tmp/readdir-stat.XXXXXX";
 	char dir[sizeof(parent) + 2];
 	const char *path = argc > 1 ? argv[1] : dir;
 
 	if (async_engine_create(NULL, &e) < 0) {
-		fprintf(stderr, "seed002: no async engine\n");
+		fprintf(stderr, "readdir-stat: no async engine\n");
 		return 1;
 	}
 	if (argc < 2) {
@@ -176,7 +178,7 @@ int main(int argc, char **argv)
 		scratch(dir, 0);
 		rmdir(parent);
 		if (n != NSCRATCH + 2) {
-			fprintf(stderr, "seed002: %d entries checked, want %d\n", n,
+			fprintf(stderr, "readdir-stat: %d entries checked, want %d\n", n,
 			        NSCRATCH + 2);
 			return 1;
 		}
