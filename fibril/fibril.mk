@@ -48,7 +48,6 @@ contrib_bench_fibril_bench_LDADD = fibril/libfibril.la -lpthread
 # shared object every fibril_wake()/fibril_park() also pays a PLT jump and
 # a GOT load for the scheduler's TLS slot, about 1-2 ns of a 9 ns switch.
 contrib_bench_fibril_bench_LDFLAGS = -static
-EXTRA_DIST += fibril/README-fibril.md
 
 # Check-free core test: also what contrib/cross/aarch64-test.sh
 # cross-builds and runs under qemu-user.
