@@ -1,7 +1,7 @@
 #include "first.h"
 
 /*
- * Directory listings (issue 7): the hook static.c calls for a directory
+ * Directory listings: the hook static.c calls for a directory
  * without an index file. See listing_int.h for the files around it.
  *
  * On the request fibril: parse the parameters, take a place in the

@@ -1,7 +1,7 @@
 /*
  * Directory listings: the hook static.c calls for a directory without an
- * index file. Owned by the listing work (issue 7); this header is the
- * contract between the two.
+ * index file; this header is the contract between static.c and
+ * daemon/listing*.c.
  *
  * fsd_listing_handle() runs on the request's fibril (it may park: use
  * lk_scan_* with rq->group so that a deadline or a stop cancels the

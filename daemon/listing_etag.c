@@ -10,9 +10,9 @@
  * version of the rendering. The digest is a chain of 64-bit XXH3
  * hashes, each piece hashed with the hash so far as its seed: a
  * validator needs to notice change, not to resist a forger. XXH3 on
- * these short pieces costs a quarter of what zlib's CRC-32 plus
- * Adler-32 did (those were a sixth of the worker's CPU in a warm
- * 100,000-entry listing); a change goes unnoticed with probability
+ * these short pieces costs a quarter of zlib's CRC-32 plus Adler-32
+ * (which take a sixth of the worker's CPU in a warm 100,000-entry
+ * listing); a change goes unnoticed with probability
  * about 2^-64.
  *
  * The tag is weak (W/): the same entries give the same tag whether the

@@ -1,5 +1,5 @@
 /*
- * Directory listings, private to daemon/listing*.c (issue 7).
+ * Directory listings, private to daemon/listing*.c.
  *
  *   listing.c         the hook: parameters, negotiation, the bound, the
  *                     first window on the request fibril, 304, buffered

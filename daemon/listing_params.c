@@ -82,7 +82,7 @@ int lst_params_parse(struct lst_params *p, const char *uri,
 	r = proto_listq_parse(q, ql, p->qbuf, ql + 1, &p->q);
 	if (r < 0)
 		return 400;
-	/* ?dirs=first, the spelling of the issue, besides dirsfirst=1 */
+	/* ?dirs=first, as fileserverd(8) documents it, besides dirsfirst=1 */
 	if (q) {
 		char v[8];
 		r = proto_query_get(q, ql, "dirs", v, sizeof v);

@@ -1,7 +1,8 @@
 /*
  * Request headers: copied out of libmicrohttpd into the request (so a
  * fibril that outlives its connection reads only its own memory) and
- * checked as RFC 9112 requires where libmicrohttpd is lax (DESIGN.md).
+ * checked as RFC 9112 requires where libmicrohttpd is lax
+ * (docs/DESIGN.md, "Request validation").
  */
 #ifndef FSD_REQHDR_H
 #define FSD_REQHDR_H

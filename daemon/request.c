@@ -18,7 +18,7 @@
 #include <fibril/fibril.h>
 
 /*
- * Request life cycle (see DESIGN.md, "Request flow"):
+ * Request life cycle (docs/DESIGN.md, "Request flow"):
  *
  *   URI log callback    allocates the fsd_req (ref: connection).
  *   1st handler call    copies the headers, validates, starts the fibril

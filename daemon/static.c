@@ -269,7 +269,8 @@ static void add_entity_headers(struct MHD_Response *resp, const struct repr *rp)
 }
 
 /* Body [off, off+len) of @fd: small bodies are read (inline when cached)
- * into one buffer so that headers and body leave in one send (DESIGN.md:
+ * into one buffer so that headers and body leave in one send
+ * (docs/DESIGN.md, "Static files":
  * ~80k vs ~33k req/s); large ones go out with sendfile after read-ahead.
  * Takes ownership of fd. */
 static struct MHD_Response *body(struct fsd_req *rq, int fd, uint64_t off,

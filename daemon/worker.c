@@ -279,7 +279,8 @@ static int worker_setup(struct fsd_worker *w)
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
 			/* Not 1: in 0.9.75 strict mode answers a missing Host with a
 			 * malformed response (its headers sent twice); reqhdr.c and
-			 * check.c do the RFC 9112 checks instead (DESIGN.md). */
+			 * proto/reqcheck.c do the RFC 9112 checks instead
+			 * (docs/DESIGN.md, "Request validation"). */
 			MHD_OPTION_STRICT_FOR_CLIENT, (int)0,
 			MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
 			/* main() ignores SIGPIPE; without this 0.9.75 never uses

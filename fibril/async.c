@@ -1,6 +1,7 @@
 /*
- * The async contract (DESIGN.md, seeds 002/005): submit, wait, cancel,
- * the parallelism limit, and the engine around the two backends.
+ * The async contract (docs/DESIGN.md, "The async contract"): submit,
+ * wait, cancel, the parallelism limit, and the engine around the two
+ * backends.
  *
  * An op lives in a slot of the engine's chunked table; its cookie is
  * ASYNC_COOKIE_BASE + (generation << 32) + slot index, so a lookup is
@@ -255,10 +256,10 @@ static int x__reap_backends(async_engine_t *e, unsigned budget)
 	return n;
 }
 
-/* ---- directory read-ahead for seed-002 loops ---- */
+/* ---- directory read-ahead for readdir-then-stat loops ---- */
 
 /* A run this long of statx calls relative to one dirfd, all still
- * pending, is a readdir loop stat-ing every entry (seed 002). */
+ * pending, is a readdir loop stat-ing every entry. */
 #define X__SCAN_RUN 256u
 
 /* The pool thread closes the descriptor after reading; one the pool
@@ -352,9 +353,9 @@ static long x__submit(unsigned long flags, long *result, long call,
 	}
 	if (e->inflight >= e->max_inflight) {
 		/* Before giving up on asynchrony, collect what finished: a
-		 * seed-002 loop that never waits would otherwise run every
-		 * call after the first max_inflight synchronously. Callbacks
-		 * stay queued for process(). */
+		 * readdir-then-stat loop that never waits would otherwise run
+		 * every call after the first max_inflight synchronously.
+		 * Callbacks stay queued for process(). */
 		x__pool_flush(e);
 		x__reap_backends(e, 0);
 		if (e->inflight >= e->max_inflight) {
@@ -623,17 +624,17 @@ FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
 	memset(&o, 0, sizeof(o));
 	if (opts)
 		o = *opts;
-	/* 4096, not 1024: a cold seed-002 loop over 100,000 entries on 2
-	 * CPUs ran 6,600-17,800 of its stats synchronously on the
-	 * submitting thread at 1024, which then fed the ring's workers
-	 * late; at 4096, 200-1,200, and the cold pass took 5-8% less
+	/* 4096, not 1024: a cold readdir-then-stat loop over 100,000
+	 * entries on 2 CPUs ran 6,600-17,800 of its stats synchronously
+	 * on the submitting thread at 1024, which then fed the ring's
+	 * workers late; at 4096, 200-1,200, and the cold pass took 5-8% less
 	 * (stat-bench, interleaved in one run). The CQ grows to 8192
 	 * entries (128 KiB); ops are allocated as used. */
 	if (!o.max_inflight)
 		o.max_inflight = 4096;
 	/* A zeroed field takes the default, as everywhere in these opts;
 	 * the kernel's own bound (min(SQ size, 4 x CPUs)) is what makes
-	 * slow metadata crawl (DESIGN.md: 2.35 s vs 0.13 s at 64). */
+	 * slow metadata crawl (docs/DESIGN.md, "io-wq worker limits"). */
 	if (!o.iowq_bounded)
 		o.iowq_bounded = 64;
 	want = x__pick_backend(&o);

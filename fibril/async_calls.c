@@ -1,7 +1,8 @@
 /*
- * The async call table (seed 005: "its own system call table and ... the
- * limitations and rules for those system calls there"), the plain
- * system calls behind each entry, and the inline fast paths.
+ * The async call table (the 2007 fibril discussion: "its own system
+ * call table and ... the limitations and rules for those system calls
+ * there"), the plain system calls behind each entry, and the inline
+ * fast paths.
  */
 #include "first.h"
 

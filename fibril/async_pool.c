@@ -103,11 +103,10 @@ static void *x__pool_main(void *arg)
 		 * the host loop looks every X__BG_HOLD_MS anyway
 		 * (async_engine_timeout_ms()). A slow listing's
 		 * 2,000 stats then cost it tens of wake-ups, not hundreds,
-		 * each of which could preempt a thread serving requests. In
-		 * interleaved runs, small-file p99 under back-to-back slow
-		 * listings went from 2.1-2.6x to 2.2x of unloaded; an eighth
-		 * rather than a quarter kept the window fuller (2,000 entries
-		 * on slow FUSE: 0.073-0.082 s against 0.081-0.086 s). */
+		 * each of which could preempt a thread serving requests. An
+		 * eighth rather than a quarter keeps a slow listing's window
+		 * fuller (2,000 entries on slow FUSE: 0.073-0.082 s against
+		 * 0.081-0.086 s). */
 		unsigned rest = p->qlen + p->busy;
 		if (!atomic_load_explicit(&p->signalled, memory_order_relaxed) &&
 		    (!p->background || rest == 0 || 7 * done >= rest)) {

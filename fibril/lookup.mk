@@ -33,7 +33,7 @@ t_fibril_test_lookup_slowfs_SOURCES = t/fibril/test_lookup_slowfs.c t/fibril/tes
 t_fibril_test_lookup_slowfs_CFLAGS = $(LOOKUP_TEST_CFLAGS)
 t_fibril_test_lookup_slowfs_LDADD = $(LOOKUP_TEST_LDADD)
 
-# The "ls" of seed 004 on the engine; the comparison script is a test.
+# fls, "ls -l" on the lookup engine; the comparison script is a test.
 noinst_PROGRAMS += contrib/examples/fls
 contrib_examples_fls_SOURCES = contrib/examples/fls.c
 contrib_examples_fls_LDADD = fibril/libfibril.la

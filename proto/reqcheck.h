@@ -1,6 +1,7 @@
 /*
  * proto/reqcheck.h: request validation that RFC 9112 requires and that
- * libmicrohttpd 0.9.75 does not do by itself (DESIGN.md). Pure, any
+ * libmicrohttpd 0.9.75 does not do by itself (docs/DESIGN.md, "Request
+ * validation"). Pure, any
  * thread; the checker struct belongs to one request.
  *
  * Use: proto_reqcheck_begin(), then proto_reqcheck_field() for every

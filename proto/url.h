@@ -89,7 +89,7 @@ enum proto_list_sort {
 	PROTO_SORT_NONE,        /* directory order, streamed */
 };
 
-/** The listing parameters of a query (issue 7). */
+/** The listing parameters of a query. */
 struct proto_listq {
 	enum proto_list_format format;
 	enum proto_list_sort sort;

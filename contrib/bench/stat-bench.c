@@ -1,8 +1,8 @@
 /*
- * stat-bench DIR [ROUNDS]: the seed 002 loop (readdir, async_stat per
- * entry, one wait_for_async) against the same loop with plain statx(),
- * side by side in one run; and one fibril's openat2 + fstat + close
- * against the raw syscalls. Prints `name: value` lines.
+ * stat-bench DIR [ROUNDS]: the readdir-then-stat loop (readdir,
+ * async_stat per entry, one wait_for_async) against the same loop with
+ * plain statx(), side by side in one run; and one fibril's openat2 +
+ * fstat + close against the raw syscalls. Prints `name: value` lines.
  *
  * Cold figures need root (they write /proc/sys/vm/drop_caches before
  * each side); without it they are skipped.
@@ -106,7 +106,7 @@ static double pass(const char *path, int async, long *count)
 	}
 	int dfd = dirfd(dir);
 	if (async) {
-		/* seed 002, nearly verbatim */
+		/* the readdir-then-stat loop, nearly verbatim */
 		while ((de = readdir(dir)) != NULL) {
 			struct one_entry *entry = malloc(sizeof(*entry));
 

@@ -1,9 +1,10 @@
 /*
- * fls: "ls -l" on the lookup engine (seed 004: "something *really*
- * simple like ls" using asynchronous stat to fill in the readdir
- * results). Same columns as `LC_ALL=C ls -l`: mode, links, owner, group,
- * size, mtime, name, "-> target"; sorted by name. Not shown: the ACL /
- * SELinux marker after the mode (that needs one more xattr call per file).
+ * fls: "ls -l" on the lookup engine: the 2007 fibril discussion's
+ * "something *really* simple like ls", its readdir results filled in
+ * by asynchronous stat calls. Same columns as `LC_ALL=C ls -l`: mode,
+ * links, owner, group, size, mtime, name, "-> target"; sorted by name.
+ * Not shown: the ACL / SELinux marker after the mode (that needs one
+ * more xattr call per file).
  *
  * Usage: fls [-a] [-L] [-w WINDOW] [-t THREADS] [DIR]
  *   -a  also list dotfiles, "." and ".." (ls -la)
@@ -12,7 +13,8 @@
  *   -w  statx calls in flight on FUSE and network file systems (default
  *       256); local ones take the library's local window (LK_LOCAL_WINDOW)
  *   -t  io-wq workers for the ring (default: the window, at most 256):
- *       on slow metadata the worker limit decides everything (DESIGN.md)
+ *       on slow metadata the worker limit decides everything
+ *       (docs/DESIGN.md, "io-wq worker limits")
  * Device files show their size (0), not "major, minor" (the engine keeps
  * no st_rdev).
  *

@@ -1,4 +1,4 @@
-# Directory listings (issue 7): every format names exactly the directory's
+# Directory listings: every format names exactly the directory's
 # entries (0, 1, 1,000 and 100,000 of them), sort orders, pagination
 # cursors, gzip, ETag/304 (header and trailer), HEAD, negotiation,
 # per-directory switches and errors.

@@ -259,7 +259,7 @@ START_TEST(parallelism_limit)
 	ck_assert_int_gt(c0, 0);
 	ck_assert_int_gt(c1, 0);
 	ck_assert_uint_eq(async_engine_inflight(eng), 2);
-	/* #3 at a limit of 2: done synchronously (seed 002) */
+	/* #3 at a limit of 2: done synchronously (the parallelism limit) */
 	unsigned long a[5];
 	struct statx sb;
 	statx_args(a, "file", &sb);
@@ -515,10 +515,10 @@ static int count_fds(const char *path)
 	return n;
 }
 
-/* A seed-002 loop over a directory long enough to start the engine's
+/* A readdir-then-stat loop over a directory long enough to start the engine's
  * directory read-ahead: every stat right, and the read-ahead's own
  * descriptor closed once it is done (or at destroy), whatever it found. */
-START_TEST(dir_ahead_seed_loop)
+START_TEST(dir_ahead_readdir_loop)
 {
 	enum { N = 700 };
 	static struct statx sb[N + 2];
@@ -916,7 +916,7 @@ int main(void)
 	tcase_add_test(tc, errors_passed_through);
 	tcase_add_test(tc, call_table);
 	tcase_add_test(tc, wait_all_many);
-	tcase_add_test(tc, dir_ahead_seed_loop);
+	tcase_add_test(tc, dir_ahead_readdir_loop);
 	tcase_add_test(tc, callbacks);
 	tcase_add_test(tc, destroy_cancels_pending);
 	tcase_add_test(tc, kick_once_per_process);

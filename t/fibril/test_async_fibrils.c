@@ -47,7 +47,7 @@ static void worker(void *arg)
 	long res[NCALLS];
 
 	for (int j = 0; j < NCALLS; j++) {
-		/* mixes: one-cookie waits, the blocking wrapper, seed 002 */
+		/* mixes: one-cookie waits, the blocking wrapper, async_stat */
 		const char *p = (id + j) % 2 ? "file" : "sub";
 		unsigned long a[5] = { A((long)tdfd), A(p), 0, STATX_BASIC_STATS,
 		                       A(&sb[j]) };
