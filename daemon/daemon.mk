@@ -9,7 +9,8 @@ fileserverd_SOURCES = \
 	daemon/reqhdr.c daemon/reqhdr.h \
 	daemon/static.c \
 	daemon/listing.c daemon/listing.h \
-	daemon/log.c daemon/log.h
+	daemon/log.c daemon/log.h \
+	daemon/log_open.c daemon/log_int.h
 fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS) $(XXHASH_CFLAGS) $(URING_CFLAGS)
 fileserverd_LDADD = proto/libproto.la fibril/libfibril.la conf/libconf.la \
 	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) $(XXHASH_LIBS) $(URING_LIBS) -lpthread
@@ -25,7 +26,7 @@ dist_man_MANS += man/fileserverd.8
 EXTRA_DIST += contrib/systemd/fileserverd.service
 
 # Integration tests: the real daemon on a loopback port (t/daemon/lib.sh).
-DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh t/daemon/bigfile.sh t/daemon/names.sh t/daemon/mirror.sh t/daemon/slow.sh t/daemon/errors.sh
+DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh t/daemon/bigfile.sh t/daemon/names.sh t/daemon/mirror.sh t/daemon/slow.sh t/daemon/errors.sh t/daemon/logs-escape.sh t/daemon/logs-open.sh t/daemon/logs-rotate.sh t/daemon/hardening.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh

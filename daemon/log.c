@@ -1,11 +1,13 @@
 #include "first.h"
 
 #include "daemon/log.h"
+#include "daemon/log_int.h"
 #include "daemon/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,8 @@
 
 #define FSD_LOG_CHUNK   (16 * 1024)
 #define FSD_LOG_BACKLOG (64u << 20)
+#define FSD_LOG_MSG     1024                    /* a message before escaping */
+#define FSD_LOG_LINE    (4 * FSD_LOG_MSG + 64)  /* ... after, with time and level */
 
 enum { LOG_ACCESS = 0, LOG_ERROR = 1 };
 
@@ -37,6 +41,7 @@ static struct {
 	char *path[2];          /* NULL: stderr (error) / off (access) */
 	int level;
 	bool access_on;
+	struct lo_trust trust;
 } L = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
@@ -47,11 +52,11 @@ static struct {
 /* Per-thread access-log buffer. */
 static __thread struct chunk *tl_buf;
 
-static int open_log(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-	return fd < 0 ? -errno : fd;
-}
+static const char *const level_names[] = {
+	"emerg", "alert", "crit", "error", "warning", "notice", "info", "debug"
+};
+
+static const char *const log_names[2] = { "access_log", "error_log" };
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -67,18 +72,63 @@ static void write_all(int fd, const char *p, size_t n)
 	}
 }
 
+static size_t fmt_line(char *out, size_t room, int level, const char *fmt,
+                       va_list ap);
+
+/* A line straight to the error log, bypassing the queue: the writer
+ * thread's own reports. Standard error gets it too, so that a failure
+ * is seen even when the error log is what failed. */
+static void writer_report(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void writer_report(int level, const char *fmt, ...)
+{
+	char line[FSD_LOG_LINE];
+	va_list ap;
+
+	if (level > L.level)
+		return;
+	va_start(ap, fmt);
+	size_t n = fmt_line(line, sizeof line, level, fmt, ap);
+	va_end(ap);
+	if (L.fd[LOG_ERROR] >= 0)
+		write_all(L.fd[LOG_ERROR], line, n);
+	if (L.fd[LOG_ERROR] != 2 && level <= LOG_WARNING)
+		write_all(2, line, n);
+}
+
+/* Writer thread, without the lock: only the writer uses L.fd while it
+ * runs. A log that cannot be opened again keeps its old descriptor (the
+ * rotated file goes on growing) and says why. */
 static void do_reopen(void)
 {
+	char msgs[2][LO_MSG];
+	int fds[2], reopened = 0;
+
+	if (lo_helper_running())
+		lo_helper_reopen(fds, msgs);
+	else
+		for (int i = 0; i < 2; i++)
+			fds[i] = L.path[i] ? lo_open(L.path[i], &L.trust, msgs[i]) : -ENOENT;
 	for (int i = 0; i < 2; i++) {
-		if (!L.path[i])
+		if (!L.path[i]) {
+			if (fds[i] >= 0)
+				close(fds[i]);
 			continue;
-		int fd = open_log(L.path[i]);
-		if (fd < 0)
-			continue;       /* keep the old one */
+		}
+		if (fds[i] < 0) {
+			writer_report(LOG_ERR, "reopening %s %s: %s; still writing "
+			              "to the file opened before", log_names[i],
+			              L.path[i], msgs[i]);
+			continue;
+		}
 		if (L.fd[i] > 2)
 			close(L.fd[i]);
-		L.fd[i] = fd;
+		L.fd[i] = fds[i];
+		reopened++;
 	}
+	/* The first line of a new error log says where it comes from. */
+	if (reopened)
+		writer_report(LOG_NOTICE, "logs reopened");
 }
 
 static void *writer(void *arg)
@@ -90,7 +140,10 @@ static void *writer(void *arg)
 			pthread_cond_wait(&L.cv, &L.mu);
 		if (L.reopen) {
 			L.reopen = false;
+			pthread_mutex_unlock(&L.mu);
 			do_reopen();
+			pthread_mutex_lock(&L.mu);
+			continue;
 		}
 		struct chunk *c = L.head;
 		if (!c) {
@@ -139,37 +192,67 @@ static void enqueue(struct chunk *c)
 	pthread_mutex_unlock(&L.mu);
 }
 
+static int open_one(int which, const char *path)
+{
+	char msg[LO_MSG];
+	int fd = lo_open(path, &L.trust, msg);
+
+	if (fd < 0) {
+		fprintf(stderr, "fileserverd: %s %s: %s\n", log_names[which], path, msg);
+		return fd;
+	}
+	L.fd[which] = fd;
+	L.path[which] = strdup(path);
+	return L.path[which] ? 0 : -ENOMEM;
+}
+
 int fsd_log_open(const struct conf *c)
 {
-	int fd;
+	char msg[LO_MSG];
+	int r;
 
 	L.level = c->log_level;
+	r = lo_trust_for(&L.trust, c->user, c->group, msg);
+	if (r < 0) {
+		fprintf(stderr, "fileserverd: %s\n", msg);
+		return r;
+	}
 	if (c->error_log && strcmp(c->error_log, "-")) {
-		fd = open_log(c->error_log);
-		if (fd < 0) {
-			fprintf(stderr, "fileserverd: error_log %s: %s\n",
-			        c->error_log, strerror(-fd));
-			return fd;
-		}
-		L.fd[LOG_ERROR] = fd;
-		L.path[LOG_ERROR] = strdup(c->error_log);
+		r = open_one(LOG_ERROR, c->error_log);
+		if (r < 0)
+			return r;
 	}
 	if (c->access_log) {
-		if (!strcmp(c->access_log, "-"))
-			fd = dup(1);
-		else
-			fd = open_log(c->access_log);
-		if (fd < 0) {
-			fprintf(stderr, "fileserverd: access_log %s: %s\n",
-			        c->access_log, strerror(-fd));
-			return fd;
+		if (!strcmp(c->access_log, "-")) {
+			L.fd[LOG_ACCESS] = dup(1);
+			if (L.fd[LOG_ACCESS] < 0)
+				return -errno;
+		} else {
+			r = open_one(LOG_ACCESS, c->access_log);
+			if (r < 0)
+				return r;
 		}
-		L.fd[LOG_ACCESS] = fd;
-		if (strcmp(c->access_log, "-"))
-			L.path[LOG_ACCESS] = strdup(c->access_log);
 		L.access_on = true;
 	}
-	int r = pthread_create(&L.thread, NULL, writer, NULL);
+	/* Privileges are about to go: rotation then needs root's help to
+	 * create the new files in a directory the service user may not
+	 * write. The helper is forked before any thread exists. */
+	if (geteuid() == 0 && c->user && L.trust.uid != 0 &&
+	    (L.path[LOG_ACCESS] || L.path[LOG_ERROR])) {
+		const char *paths[2] = { L.path[LOG_ACCESS], L.path[LOG_ERROR] };
+		r = lo_helper_start(paths, &L.trust);
+		if (r < 0) {
+			fprintf(stderr, "fileserverd: log helper: %s\n", strerror(-r));
+			return r;
+		}
+	}
+	/* The writer must never take a signal meant for main()'s sigwait:
+	 * a SIGUSR1 delivered to it would end the process. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&L.thread, NULL, writer, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r)
 		return -r;
 	L.running = true;
@@ -189,6 +272,7 @@ void fsd_log_close(void)
 	pthread_mutex_unlock(&L.mu);
 	pthread_join(L.thread, NULL);
 	L.running = false;
+	lo_helper_stop();
 	if (L.dropped) {
 		char msg[96];
 		int n = snprintf(msg, sizeof msg,
@@ -220,38 +304,67 @@ int fsd_access_log_enabled(void)
 	return L.access_on;
 }
 
-static const char *const level_names[] = {
-	"emerg", "alert", "crit", "error", "warning", "notice", "info", "debug"
-};
+/* Every byte a client may have sent must reach the log as text that
+ * cannot pass for a line of ours or drive a terminal: controls, DEL,
+ * bytes >= 0x80 become \xNN and a backslash doubles (nginx's escaping),
+ * the same in both logs. */
+static size_t put_escaped(char *o, size_t room, const char *s, bool quote)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	for (; *s && n + 4 < room; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '\\' || (quote && ch == '"')) {
+			o[n++] = '\\';
+			o[n++] = (char)ch;
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			o[n++] = '\\';
+			o[n++] = 'x';
+			o[n++] = hex[ch >> 4];
+			o[n++] = hex[ch & 15];
+		} else
+			o[n++] = (char)ch;
+	}
+	return n;
+}
+
+/* One error log line, newline included, into @out (FSD_LOG_LINE). The
+ * whole message is escaped, so no caller can forget to. */
+static size_t fmt_line(char *out, size_t room, int level, const char *fmt,
+                       va_list ap)
+{
+	char msg[FSD_LOG_MSG];
+	struct timespec now;
+	struct tm tm;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	n = strftime(out, room, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	n += (size_t)snprintf(out + n, room - n, " [%s] ",
+	                      level_names[level < 0 ? 0 : level > 7 ? 7 : level]);
+	if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+		msg[0] = 0;
+	n += put_escaped(out + n, room - n - 1, msg, false);
+	out[n++] = '\n';
+	return n;
+}
 
 void fsd_vlog(int level, const char *fmt, va_list ap)
 {
-	char line[1024], ts[32];
-	struct timespec now;
-	struct tm tm;
-	int n, m;
+	char line[FSD_LOG_LINE];
+	size_t n;
 
 	if (level > L.level)
 		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
-	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	n = snprintf(line, sizeof line, "%s [%s] ", ts,
-	             level_names[level < 0 ? 0 : level > 7 ? 7 : level]);
-	m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-	if (m < 0)
-		m = 0;
-	n += m;
-	if ((size_t)n > sizeof line - 2)
-		n = sizeof line - 2;
-	line[n++] = '\n';
-
-	struct chunk *c = malloc(sizeof *c + (size_t)n);
+	n = fmt_line(line, sizeof line, level, fmt, ap);
+	struct chunk *c = malloc(sizeof *c + n);
 	if (!c)
 		return;
 	c->which = LOG_ERROR;
-	c->len = (size_t)n;
-	memcpy(c->data, line, (size_t)n);
+	c->len = n;
+	memcpy(c->data, line, n);
 	enqueue(c);
 }
 
@@ -279,24 +392,11 @@ void fsd_log_flush_thread(void)
 	enqueue(c);
 }
 
-/* CLF quotes fields with "; escape quotes, backslashes and controls. */
+/* CLF quotes fields with "; they are escaped like the error log, with
+ * the quote too. */
 static size_t put_quoted(char *o, size_t room, const char *s)
 {
-	size_t n = 0;
-
-	if (!s || !*s)
-		s = "-";
-	for (; *s && n + 4 < room; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\') {
-			o[n++] = '\\';
-			o[n++] = (char)ch;
-		} else if (ch < 0x20 || ch == 0x7f) {
-			n += (size_t)snprintf(o + n, room - n, "\\x%02x", ch);
-		} else
-			o[n++] = (char)ch;
-	}
-	return n;
+	return put_escaped(o, room, s && *s ? s : "-", true);
 }
 
 void fsd_access_log(const struct fsd_req *rq)

@@ -284,6 +284,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGQUIT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -306,8 +307,10 @@ int main(int argc, char **argv)
 		int sig;
 		if (sigwait(&set, &sig))
 			continue;
-		if (sig == SIGHUP) {
-			fsd_log(LOG_NOTICE, "SIGHUP: reopening logs");
+		/* SIGUSR1 is logrotate's convention; SIGHUP does the same. */
+		if (sig == SIGUSR1 || sig == SIGHUP) {
+			fsd_log(LOG_NOTICE, "%s: reopening logs",
+			        sig == SIGUSR1 ? "SIGUSR1" : "SIGHUP");
 			fsd_log_reopen();
 			continue;
 		}

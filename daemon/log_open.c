@@ -1,0 +1,441 @@
+#include "first.h"
+
+#include "daemon/log_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LO_MAX_LINKS 40
+
+int lo_trust_for(struct lo_trust *t, const char *user, const char *group,
+                 char msg[LO_MSG])
+{
+	t->uid = geteuid();
+	t->gid = getegid();
+	if (user) {
+		struct passwd *pw = getpwnam(user);
+		if (!pw) {
+			snprintf(msg, LO_MSG, "user %s: no such user", user);
+			return -ENOENT;
+		}
+		t->uid = pw->pw_uid;
+		t->gid = pw->pw_gid;
+	}
+	if (user && group) {
+		struct group *gr = getgrnam(group);
+		if (!gr) {
+			snprintf(msg, LO_MSG, "group %s: no such group", group);
+			return -ENOENT;
+		}
+		t->gid = gr->gr_gid;
+	}
+	return 0;
+}
+
+static bool lo_trusted_uid(const struct lo_trust *t, uid_t uid)
+{
+	return uid == 0 || uid == t->uid;
+}
+
+/* Only root can have put an entry in a directory like this. */
+static bool lo_root_only(const struct stat *d)
+{
+	bool sticky = d->st_mode & S_ISVTX;
+
+	return d->st_uid == 0 &&
+	       (!(d->st_mode & S_IWGRP) || d->st_gid == 0 || sticky) &&
+	       (!(d->st_mode & S_IWOTH) || sticky);
+}
+
+/* The directory a log file lives in: root's or the service user's, and
+ * nobody else may add or replace entries (a sticky bit stops others
+ * from replacing ours; a name they planted first fails the file checks). */
+static int lo_check_dir(const struct stat *d, const struct lo_trust *t,
+                        char msg[LO_MSG])
+{
+	bool sticky = d->st_mode & S_ISVTX;
+
+	if (!lo_trusted_uid(t, d->st_uid)) {
+		snprintf(msg, LO_MSG, "its directory is owned by uid %u, "
+		         "neither root nor the service user", (unsigned)d->st_uid);
+		return -EPERM;
+	}
+	if (((d->st_mode & S_IWGRP) && !sticky && d->st_gid != 0 &&
+	     d->st_gid != t->gid) || ((d->st_mode & S_IWOTH) && !sticky)) {
+		snprintf(msg, LO_MSG, "its directory (mode %04o, group %u) is "
+		         "writable by others than root and the service user",
+		         (unsigned)(d->st_mode & 07777), (unsigned)d->st_gid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Opens the directory @path (O_PATH) one component at a time, following
+ * a symbolic link only where nobody but root can have made it. */
+static int lo_walk(const char *path, char msg[LO_MSG])
+{
+	char rest[2 * PATH_MAX], link[PATH_MAX], *p = rest;
+	int dfd, links = 0;
+
+	if (strlen(path) >= PATH_MAX) {
+		snprintf(msg, LO_MSG, "path too long");
+		return -ENAMETOOLONG;
+	}
+	strcpy(rest, path);
+	dfd = open(*p == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		goto fail_errno;
+	for (;;) {
+		struct stat st, ds;
+		char *e, save;
+		int fd;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return dfd;
+		e = strchrnul(p, '/');
+		save = *e;
+		*e = 0;
+		fd = openat(dfd, p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			int err = errno;
+			snprintf(msg, LO_MSG, "directory component %s: %s", p, strerror(err));
+			if (fd >= 0)
+				close(fd);
+			close(dfd);
+			return -err;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			close(dfd);
+			dfd = fd;
+			*e = save;
+			p = e;
+			continue;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			snprintf(msg, LO_MSG, "directory component %s: not a directory", p);
+			close(fd);
+			close(dfd);
+			return -ENOTDIR;
+		}
+		if (fstat(dfd, &ds) < 0 || st.st_uid != 0 || !lo_root_only(&ds)) {
+			snprintf(msg, LO_MSG, "symbolic link %s in the path could be "
+			         "changed by others than root", p);
+			close(fd);
+			close(dfd);
+			return -ELOOP;
+		}
+		ssize_t n = readlinkat(fd, "", link, sizeof link - 1);
+		close(fd);
+		if (n < 0 || ++links > LO_MAX_LINKS) {
+			int err = n < 0 ? errno : ELOOP;
+			snprintf(msg, LO_MSG, "symbolic link %s: %s", p, strerror(err));
+			close(dfd);
+			return -err;
+		}
+		link[n] = 0;
+		char next[sizeof rest];
+		int len = snprintf(next, sizeof next, "%s/%s", link, save ? e + 1 : "");
+		if (len < 0 || (size_t)len >= sizeof rest) {
+			snprintf(msg, LO_MSG, "symbolic link %s: path too long", p);
+			close(dfd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(rest, next, (size_t)len + 1);
+		p = rest;
+		if (*p == '/') {
+			close(dfd);
+			dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (dfd < 0)
+				goto fail_errno;
+		}
+	}
+fail_errno:
+	snprintf(msg, LO_MSG, "%s", strerror(errno));
+	return -errno;
+}
+
+/* The file itself (from lstat before opening, from fstat after). */
+static int lo_check_file(const struct stat *st, const struct stat *dir,
+                         const struct lo_trust *t, char msg[LO_MSG])
+{
+	if (S_ISLNK(st->st_mode)) {
+		snprintf(msg, LO_MSG, "is a symbolic link (a log is never opened "
+		         "through one)");
+		return -ELOOP;
+	}
+	if (S_ISCHR(st->st_mode) && lo_root_only(dir) && st->st_uid == 0)
+		return 0;       /* /dev/null, a console */
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(msg, LO_MSG, "not a regular file");
+		return -EINVAL;
+	}
+	if (!lo_trusted_uid(t, st->st_uid)) {
+		snprintf(msg, LO_MSG, "owned by uid %u, neither root nor the "
+		         "service user", (unsigned)st->st_uid);
+		return -EPERM;
+	}
+	if (st->st_nlink > 1) {
+		snprintf(msg, LO_MSG, "has %lu hard links (a log must have one)",
+		         (unsigned long)st->st_nlink);
+		return -EMLINK;
+	}
+	return 0;
+}
+
+int lo_open(const char *path, const struct lo_trust *t, char msg[LO_MSG])
+{
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	char dir[PATH_MAX];
+	struct stat ds, st;
+	int dfd, fd, r;
+
+	msg[0] = 0;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+		snprintf(msg, LO_MSG, "not a file name");
+		return -EISDIR;
+	}
+	if (slash) {
+		size_t n = slash == path ? 1 : (size_t)(slash - path);
+		if (n >= sizeof dir) {
+			snprintf(msg, LO_MSG, "path too long");
+			return -ENAMETOOLONG;
+		}
+		memcpy(dir, path, n);
+		dir[n] = 0;
+	} else
+		strcpy(dir, ".");
+	dfd = lo_walk(dir, msg);
+	if (dfd < 0)
+		return dfd;
+	if (fstat(dfd, &ds) < 0) {
+		r = -errno;
+		snprintf(msg, LO_MSG, "%s", strerror(-r));
+		goto out;
+	}
+	r = lo_check_dir(&ds, t, msg);
+	if (r < 0)
+		goto out;
+	/* Looked at before opening so that a FIFO or a device is never
+	 * opened; checked again on the descriptor, which is what counts. */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		r = lo_check_file(&st, &ds, t, msg);
+		if (r < 0)
+			goto out;
+	} else if (errno != ENOENT) {
+		r = -errno;
+		snprintf(msg, LO_MSG, "%s", strerror(-r));
+		goto out;
+	}
+	fd = openat(dfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+	            O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		r = -errno;
+		if (r == -ELOOP)
+			snprintf(msg, LO_MSG, "is a symbolic link (a log is never "
+			         "opened through one)");
+		else
+			snprintf(msg, LO_MSG, "%s", strerror(-r));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else
+		r = lo_check_file(&st, &ds, t, msg);
+	if (r == 0 && fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0)
+		r = -errno;
+	if (r < 0) {
+		if (!msg[0])
+			snprintf(msg, LO_MSG, "%s", strerror(-r));
+		close(fd);
+		goto out;
+	}
+	r = fd;
+out:
+	close(dfd);
+	return r;
+}
+
+/* ---- the root helper ---- */
+
+struct lo_reply {
+	int err[2];             /* 0: a descriptor follows, in order */
+	char msg[2][LO_MSG];
+};
+
+static int lo_sock = -1;
+static pid_t lo_pid = -1;
+
+static void lo_helper_serve(int sock, const char *const paths[2],
+                            const struct lo_trust *t)
+{
+	char cmd;
+
+	for (;;) {
+		ssize_t n = recv(sock, &cmd, 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		struct lo_reply rep;
+		int fds[2], nfd = 0;
+		memset(&rep, 0, sizeof rep);
+		for (int i = 0; i < 2; i++) {
+			if (!paths[i]) {
+				rep.err[i] = -ENOENT;
+				continue;
+			}
+			int fd = lo_open(paths[i], t, rep.msg[i]);
+			if (fd < 0)
+				rep.err[i] = fd;
+			else
+				fds[nfd++] = fd;
+		}
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof fds)];
+		} u;
+		struct iovec iov = { &rep, sizeof rep };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		memset(&u, 0, sizeof u);
+		if (nfd) {
+			mh.msg_control = u.buf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
+			memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfd);
+		}
+		while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+			;
+		for (int i = 0; i < nfd; i++)
+			close(fds[i]);
+	}
+}
+
+int lo_helper_start(const char *const paths[2], const struct lo_trust *t)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return e;
+	}
+	if (pid == 0) {
+		/* Signals meant for the daemon (a whole process group or
+		 * cgroup may get them) must not end the helper early. */
+		static const int ign[] = { SIGHUP, SIGINT, SIGQUIT, SIGUSR1,
+		                           SIGUSR2, SIGPIPE };
+		for (size_t i = 0; i < sizeof ign / sizeof *ign; i++)
+			signal(ign[i], SIG_IGN);
+		int s = sv[1];
+		if (s < 3) {
+			s = fcntl(s, F_DUPFD_CLOEXEC, 3);
+			if (s < 0)
+				_exit(1);
+		}
+		/* Nothing of the daemon's (sockets, the document root) stays
+		 * open in a process that keeps root. */
+		if (s > 3)
+			close_range(3, (unsigned)s - 1, 0);
+		close_range((unsigned)s + 1, ~0U, 0);
+		lo_helper_serve(s, paths, t);
+		_exit(0);
+	}
+	close(sv[1]);
+	lo_sock = sv[0];
+	lo_pid = pid;
+	return 0;
+}
+
+bool lo_helper_running(void)
+{
+	return lo_sock >= 0;
+}
+
+int lo_helper_reopen(int fds[2], char msgs[2][LO_MSG])
+{
+	struct lo_reply rep;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} u;
+	struct iovec iov = { &rep, sizeof rep };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	                     .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+	int got[2], ngot = 0, r = 0;
+	ssize_t n;
+
+	while ((n = send(lo_sock, "R", 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n == 1)
+		while ((n = recvmsg(lo_sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+			;
+	if (n < 0)
+		r = -errno;
+	else if (n != (ssize_t)sizeof rep)
+		r = -EPIPE;     /* the helper is gone */
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n > 0 && cm;
+	     cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t j = 0; j < k; j++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + j * sizeof(int), sizeof fd);
+			if (ngot < 2)
+				got[ngot++] = fd;
+			else
+				close(fd);
+		}
+	}
+	for (int i = 0, j = 0; i < 2; i++) {
+		if (r < 0) {
+			fds[i] = r;
+			snprintf(msgs[i], LO_MSG, "log helper: %s", strerror(-r));
+		} else if (rep.err[i] < 0) {
+			fds[i] = rep.err[i];
+			memcpy(msgs[i], rep.msg[i], LO_MSG);
+			msgs[i][LO_MSG - 1] = 0;
+		} else if (j < ngot) {
+			fds[i] = got[j++];
+			msgs[i][0] = 0;
+		} else {
+			fds[i] = -EBADMSG;
+			snprintf(msgs[i], LO_MSG, "log helper: no descriptor received");
+		}
+	}
+	if (r < 0)
+		for (int j = 0; j < ngot; j++)
+			close(got[j]);
+	return r;
+}
+
+void lo_helper_stop(void)
+{
+	if (lo_sock < 0)
+		return;
+	close(lo_sock);
+	lo_sock = -1;
+	while (waitpid(lo_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	lo_pid = -1;
+}
