@@ -19,11 +19,11 @@ fileserverd_LDADD = proto/libproto.la fibril/libfibril.la conf/libconf.la \
 # jump and a GOT load for the scheduler's TLS slot (fibril-bench: 8.8 ns a
 # hand-off static, 10.1 shared). The installed libfibril.so is for
 # embedders.
-fileserverd_LDFLAGS = -static
+fileserverd_LDFLAGS = -static $(PIE_LDFLAGS)
 
 dist_man_MANS += man/fileserverd.8
 
-EXTRA_DIST += contrib/systemd/fileserverd.service
+EXTRA_DIST += contrib/systemd/fileserverd.service contrib/logrotate/fileserverd
 
 # Integration tests: the real daemon on a loopback port (t/daemon/lib.sh).
 DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh t/daemon/bigfile.sh t/daemon/names.sh t/daemon/mirror.sh t/daemon/slow.sh t/daemon/errors.sh t/daemon/logs-escape.sh t/daemon/logs-open.sh t/daemon/logs-rotate.sh t/daemon/hardening.sh
