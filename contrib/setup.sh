@@ -24,7 +24,7 @@ pkgs_build="build-essential autoconf automake libtool pkg-config
 # a browser for the listing page, and a cross compiler with qemu-user
 # so that the aarch64 context switch runs too (contrib/cross/).
 pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
-  rclone chromium nodejs python3 procps iproute2 xz-utils
+  rclone chromium nodejs python3 procps iproute2 xz-utils logrotate
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 
 missing=()

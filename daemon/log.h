@@ -6,6 +6,11 @@
  * buffer) go to one writer thread through a mutex-protected queue. If
  * the writer falls behind by more than FSD_LOG_BACKLOG bytes, lines are
  * dropped and counted rather than stalling the workers.
+ *
+ * Both logs escape every byte a client may have sent (controls, DEL,
+ * bytes >= 0x80 as \xNN, a backslash doubled); the error log does so on
+ * the whole formatted message, so callers pass client strings as they
+ * are. Files are opened and reopened safely (log_int.h).
  */
 #ifndef FSD_LOG_H
 #define FSD_LOG_H
@@ -17,15 +22,18 @@
 
 struct fsd_req;
 
-/** Opens the logs named in @c and starts the writer thread. Before this
- *  (and after fsd_log_close) fsd_log() writes straight to stderr.
- *  Returns 0 or -errno (with a message on stderr). Main thread. */
+/** Opens the logs named in @c and starts the writer thread (and, if the
+ *  daemon is to switch user, the root helper that reopens them): call
+ *  as root, before dropping privileges and before any other thread.
+ *  Before this (and after fsd_log_close) fsd_log() writes straight to
+ *  stderr. Returns 0 or -errno (with a message on stderr). Main thread. */
 int fsd_log_open(const struct conf *c);
 
 /** Flushes everything queued, stops the writer and closes the files. */
 void fsd_log_close(void);
 
-/** Asks the writer to reopen both files (SIGHUP, for logrotate). Any thread. */
+/** Asks the writer to reopen both files (SIGUSR1 or SIGHUP, for log
+ *  rotation); a failure is reported and the old file kept. Any thread. */
 void fsd_log_reopen(void);
 
 /** Error log line at syslog @level (LOG_ERR ... LOG_DEBUG), filtered by

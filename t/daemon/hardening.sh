@@ -23,14 +23,19 @@ has "full RELRO: BIND_NOW" '\(FLAGS\).*BIND_NOW|FLAGS_1.*NOW' "$dyn"
 has "full RELRO: GNU_RELRO segment" '^ *GNU_RELRO ' "$(readelf -lW "$FSD")"
 syms=$(readelf --dyn-syms -W "$FSD")
 has "stack protector: __stack_chk_fail" ' __stack_chk_fail(@|$)' "$syms"
+nofortify=
 if ! grep -q '^#define FSD_NO_FORTIFY 1' "$top_builddir/config.h"; then
 	has "fortify: __*_chk functions" ' __(snprintf|vsnprintf|memcpy|strcpy|printf|fprintf|read)_chk(@|$)' "$syms"
 else
 	echo "# _FORTIFY_SOURCE not used in this build (sanitizers or no optimisation)"
+	nofortify=--nofortify
 fi
-# devscripts' checker, where it is installed, must agree
+# devscripts' checker, where it is installed, must agree. Control-flow
+# protection is not asked of it: the hand-written context switch has no
+# IBT/SHSTK note (and must not claim shadow-stack safety), so the linked
+# daemon never has one.
 if command -v hardening-check >/dev/null 2>&1; then
-	out=$(hardening-check --nocfprotection "$FSD" 2>&1) && ok "hardening-check passes" ||
+	out=$(hardening-check --nocfprotection $nofortify "$FSD" 2>&1) && ok "hardening-check passes" ||
 		not_ok "hardening-check: $out"
 fi
 
