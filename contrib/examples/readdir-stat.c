@@ -121,7 +121,8 @@ static void scratch(char *dir, int make)
 			mkdirat(dfd, name, 0755);
 			break;
 		case 2:
-			symlinkat("e0000", dfd, name);
+			if (symlinkat("e0000", dfd, name) != 0)
+				perror("symlinkat");
 			break;
 		case 3:
 			mkfifoat(dfd, name, 0600);
