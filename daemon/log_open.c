@@ -81,11 +81,44 @@ static int lo_check_dir(const struct stat *d, const struct lo_trust *t,
 	return 0;
 }
 
+#define LO_REST (2 * PATH_MAX)
+
+/* A symbolic link met on the way (@fd, O_PATH, named @name in @dfd): its
+ * target takes its place at the head of @rest, before @tail. */
+static int lo_follow(int fd, const struct stat *st, int dfd, const char *name,
+                     const char *tail, char rest[LO_REST], char msg[LO_MSG])
+{
+	char link[PATH_MAX], next[LO_REST];
+	struct stat ds;
+	ssize_t n;
+	int len;
+
+	if (fstat(dfd, &ds) < 0 || st->st_uid != 0 || !lo_root_only(&ds)) {
+		snprintf(msg, LO_MSG, "symbolic link %s in the path could be "
+		         "changed by others than root", name);
+		return -ELOOP;
+	}
+	n = readlinkat(fd, "", link, sizeof link - 1);
+	if (n < 0) {
+		int err = errno;
+		snprintf(msg, LO_MSG, "symbolic link %s: %s", name, strerror(err));
+		return -err;
+	}
+	link[n] = 0;
+	len = snprintf(next, sizeof next, "%s/%s", link, tail);
+	if (len < 0 || (size_t)len >= sizeof next) {
+		snprintf(msg, LO_MSG, "symbolic link %s: path too long", name);
+		return -ENAMETOOLONG;
+	}
+	memcpy(rest, next, (size_t)len + 1);
+	return 0;
+}
+
 /* Opens the directory @path (O_PATH) one component at a time, following
  * a symbolic link only where nobody but root can have made it. */
 static int lo_walk(const char *path, char msg[LO_MSG])
 {
-	char rest[2 * PATH_MAX], link[PATH_MAX], *p = rest;
+	char rest[LO_REST], *p = rest;
 	int dfd, links = 0;
 
 	if (strlen(path) >= PATH_MAX) {
@@ -97,7 +130,7 @@ static int lo_walk(const char *path, char msg[LO_MSG])
 	if (dfd < 0)
 		goto fail_errno;
 	for (;;) {
-		struct stat st, ds;
+		struct stat st;
 		char *e, save;
 		int fd;
 
@@ -130,30 +163,18 @@ static int lo_walk(const char *path, char msg[LO_MSG])
 			close(dfd);
 			return -ENOTDIR;
 		}
-		if (fstat(dfd, &ds) < 0 || st.st_uid != 0 || !lo_root_only(&ds)) {
-			snprintf(msg, LO_MSG, "symbolic link %s in the path could be "
-			         "changed by others than root", p);
+		if (++links > LO_MAX_LINKS) {
+			snprintf(msg, LO_MSG, "symbolic link %s: %s", p, strerror(ELOOP));
 			close(fd);
 			close(dfd);
 			return -ELOOP;
 		}
-		ssize_t n = readlinkat(fd, "", link, sizeof link - 1);
+		int r = lo_follow(fd, &st, dfd, p, save ? e + 1 : "", rest, msg);
 		close(fd);
-		if (n < 0 || ++links > LO_MAX_LINKS) {
-			int err = n < 0 ? errno : ELOOP;
-			snprintf(msg, LO_MSG, "symbolic link %s: %s", p, strerror(err));
+		if (r < 0) {
 			close(dfd);
-			return -err;
+			return r;
 		}
-		link[n] = 0;
-		char next[sizeof rest];
-		int len = snprintf(next, sizeof next, "%s/%s", link, save ? e + 1 : "");
-		if (len < 0 || (size_t)len >= sizeof rest) {
-			snprintf(msg, LO_MSG, "symbolic link %s: path too long", p);
-			close(dfd);
-			return -ENAMETOOLONG;
-		}
-		memcpy(rest, next, (size_t)len + 1);
 		p = rest;
 		if (*p == '/') {
 			close(dfd);
@@ -162,9 +183,11 @@ static int lo_walk(const char *path, char msg[LO_MSG])
 				goto fail_errno;
 		}
 	}
-fail_errno:
-	snprintf(msg, LO_MSG, "%s", strerror(errno));
-	return -errno;
+fail_errno: {
+	int err = errno;
+	snprintf(msg, LO_MSG, "%s", strerror(err));
+	return -err;
+}
 }
 
 /* The file itself (from lstat before opening, from fstat after). */

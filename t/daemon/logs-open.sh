@@ -93,6 +93,10 @@ refuses "symlinked directory of the service user" "symbolic link sub in the path
 	"error_log = $L/sub/error.log"
 check "symlinked directory: nothing created" no \
 	"$([ -e "$T/rootdir/error.log" ] && echo yes || echo no)"
+# ... also when reached through root's own symbolic link
+ln -s "$L/sub" "$T/rootchain"
+refuses "root's symlink to the service user's" "symbolic link sub in the path" \
+	"error_log = $T/rootchain/error.log"
 
 # what is safe starts: a new file in the service user's directory (made
 # by root), through root's own symbolic link, in a sticky /tmp-like
