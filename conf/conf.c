@@ -60,6 +60,20 @@ int conf_set_str(char **slot, const char *value)
 	return 0;
 }
 
+/* /.well-known (RFC 8615) holds files other parties fetch by name
+ * (ACME http-01 challenges, security.txt): served, though hidden from
+ * listings, while dotfiles are off elsewhere. */
+static int add_builtin_dirs(struct conf *c)
+{
+	c->dirs = calloc(1, sizeof *c->dirs);
+	if (!c->dirs || !(c->dirs[0].path = strdup("/.well-known")))
+		return -ENOMEM;
+	c->dirs[0].listing = -1;
+	c->dirs[0].dotfiles = CONF_DOT_SERVE;
+	c->ndirs = 1;
+	return 0;
+}
+
 int conf_init(struct conf *c)
 {
 	memset(c, 0, sizeof *c);
@@ -76,7 +90,8 @@ int conf_init(struct conf *c)
 	c->fcache_entries = 2048;
 	c->fcache_bytes = 32u << 20;
 	c->listing.enabled = true;
-	c->listing.dotfiles = false;
+	c->listing.dotfiles = CONF_DOT_OFF;
+	c->listing.symlink_targets = CONF_TARGETS_BENEATH;
 	c->listing.format = CONF_FMT_HTML;
 	c->listing.sort = CONF_SORT_NAME;
 	c->listing.window = 256;
@@ -86,7 +101,8 @@ int conf_init(struct conf *c)
 	if (conf_set_str(&c->root, ".") || conf_set_str(&c->error_log, "-") ||
 	    conf_set_str(&c->index, "index.html") ||
 	    conf_set_str(&c->mime_types, "/etc/mime.types") ||
-	    conf_set_str(&c->default_type, "application/octet-stream")) {
+	    conf_set_str(&c->default_type, "application/octet-stream") ||
+	    add_builtin_dirs(c) < 0) {
 		conf_free(c);
 		return -ENOMEM;
 	}
@@ -261,6 +277,21 @@ static int pick(const char *v, const char *const *names, int n)
 }
 
 static const char *const formats[] = { "html", "json", "ndjson" };
+
+/* off | serve | list; the boolean words of older files still mean off
+ * and list. */
+static int parse_dotfiles(const char *v)
+{
+	bool b;
+
+	if (!strcasecmp(v, "serve"))
+		return CONF_DOT_SERVE;
+	if (!strcasecmp(v, "list"))
+		return CONF_DOT_LIST;
+	if (parse_bool(v, &b) == 0)
+		return b ? CONF_DOT_LIST : CONF_DOT_OFF;
+	return -1;
+}
 static const char *const sorts[] = { "name", "size", "mtime", "none" };
 
 #define BAD(...) do { report(ld, ld->line, __VA_ARGS__); return 1; } while (0)
@@ -295,8 +326,18 @@ static int listing_key(struct load *ld, struct conf_listing *l,
 
 	if (!strcmp(name, "enabled"))
 		set_bool(ld, name, v, &l->enabled);
-	else if (!strcmp(name, "dotfiles"))
-		set_bool(ld, name, v, &l->dotfiles);
+	else if (!strcmp(name, "dotfiles")) {
+		if ((i = parse_dotfiles(v)) < 0)
+			BAD("dotfiles: expected off, serve or list, got '%s'", v);
+		l->dotfiles = (enum conf_dotfiles)i;
+	} else if (!strcmp(name, "symlink_targets")) {
+		if (!strcasecmp(v, "beneath"))
+			l->symlink_targets = CONF_TARGETS_BENEATH;
+		else if (!strcasecmp(v, "off"))
+			l->symlink_targets = CONF_TARGETS_OFF;
+		else
+			BAD("symlink_targets: expected beneath or off, got '%s'", v);
+	}
 	else if (!strcmp(name, "attrs_from_lookup"))
 		set_bool(ld, name, v, &l->attrs_from_lookup);
 	else if (!strcmp(name, "background"))
@@ -502,8 +543,10 @@ static int handler(void *user, const char *section, const char *name,
 			if (!set_bool(ld, name, value, &b))
 				ld->dir->listing = b;
 		} else if (!strcmp(name, "dotfiles")) {
-			if (!set_bool(ld, name, value, &b))
-				ld->dir->dotfiles = b;
+			int d = parse_dotfiles(value);
+			if (d < 0)
+				BAD("dotfiles: expected off, serve or list, got '%s'", value);
+			ld->dir->dotfiles = d;
 		} else
 			BAD("unknown key '%s' in [%s]", name, section);
 		return 1;

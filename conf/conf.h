@@ -16,6 +16,13 @@
 enum conf_listing_fmt { CONF_FMT_HTML = 0, CONF_FMT_JSON, CONF_FMT_NDJSON };
 enum conf_listing_sort { CONF_SORT_NAME = 0, CONF_SORT_SIZE, CONF_SORT_MTIME,
                          CONF_SORT_NONE };
+/** Names starting with '.': hidden (listed no, served no: 404), served
+ *  when asked for by name but not listed, or listed and served. Ordered
+ *  from the most to the least restrictive. */
+enum conf_dotfiles { CONF_DOT_OFF = 0, CONF_DOT_SERVE, CONF_DOT_LIST };
+/** Symlink targets in listings: shown when the link resolves beneath
+ *  the root, or never. */
+enum conf_symlink_targets { CONF_TARGETS_BENEATH = 0, CONF_TARGETS_OFF };
 
 /** One `listen` value, resolved. */
 struct conf_listen {
@@ -27,7 +34,8 @@ struct conf_listen {
 /** Listing settings; [listing] gives the defaults, [dir "/x"] overrides. */
 struct conf_listing {
 	bool enabled;                 /**< listings on (default true) */
-	bool dotfiles;                /**< show names starting with '.' (default false) */
+	enum conf_dotfiles dotfiles;  /**< names starting with '.' (default off) */
+	enum conf_symlink_targets symlink_targets; /**< (default beneath) */
 	enum conf_listing_fmt format; /**< default_format (default html) */
 	enum conf_listing_sort sort;  /**< default_sort (default name) */
 	unsigned window;              /**< statx window (default 256) */
@@ -41,7 +49,7 @@ struct conf_dir {
 	char *path;                   /**< normalised, starts with '/', no trailing '/' (except "/") */
 	int line;                     /**< where the section starts */
 	int listing;                  /**< -1 unset, else 0/1 */
-	int dotfiles;                 /**< -1 unset, else 0/1 */
+	int dotfiles;                 /**< -1 unset, else an enum conf_dotfiles */
 };
 
 enum conf_log_level { CONF_LOG_ERR = 3, CONF_LOG_WARNING = 4,
@@ -108,7 +116,9 @@ int conf_validate(struct conf *c, conf_err_fn *err, void *arg);
 
 /** Listing settings effective for URL path @path (decoded, normalised,
  *  starting with '/'): [listing] overridden by the longest matching
- *  [dir] prefix. */
+ *  [dir] prefix. The built-in defaults include [dir "/.well-known"]
+ *  dotfiles = serve (RFC 8615: ACME challenges and the like), which a
+ *  [dir "/.well-known"] section of the file overrides. */
 void conf_listing_for(const struct conf *c, const char *path,
                       struct conf_listing *out);
 

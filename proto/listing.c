@@ -581,6 +581,21 @@ int proto_listing_end(struct proto_listing *l, struct proto_buf *b,
 	return r;
 }
 
+bool proto_path_hidden(const char *path, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (path[i] == '/' || (i && path[i - 1] != '/') || path[i] != '.')
+			continue;
+		/* a component starting with '.' at i: "." and ".." are not names */
+		size_t end = i;
+		while (end < len && path[end] != '/')
+			end++;
+		if (end - i > 2 || (end - i == 2 && path[i + 1] != '.'))
+			return true;
+	}
+	return false;
+}
+
 enum proto_list_format proto_listing_negotiate(const char *accept)
 {
 	int qh, qj, qn;

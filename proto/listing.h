@@ -9,7 +9,9 @@
  * HTML layout: a header row of links (Name, Size, Last modified; Type),
  * a "../" row except at "/", then one `<div class=r>` per entry: the
  * name link (text HTML-escaped, href percent-encoded, "/" appended for
- * directories; symlinks add " -> target"), the size human-readable
+ * directories; symlinks add " -> target" when the caller gives one: the
+ * daemon gives it only for a link that resolves beneath its root, so
+ * that no path outside the root is ever shown), the size human-readable
  * with the exact byte count in its title, the mtime as "YYYY-MM-DD
  * HH:MM:SS" (UTC), the type word. Rows are grouped in blocks of 256
  * with content-visibility:auto: a browser lays out only the blocks on
@@ -77,7 +79,7 @@ struct proto_entry {
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
 	uint32_t mode;           /* st_mode */
-	const char *target;      /* symlink target, NULL if none/unknown */
+	const char *target;      /* symlink target to show, NULL for none */
 	size_t targetlen;
 };
 
@@ -137,6 +139,11 @@ const char *proto_listing_content_type(enum proto_list_format f);
  * above text/html, NDJSON likewise for application/x-ndjson, else HTML.
  */
 enum proto_list_format proto_listing_negotiate(const char *accept);
+
+/** Whether a '/'-separated path (@len bytes, relative or absolute)
+ *  names something hidden: one of its components starts with '.' and
+ *  is neither "." nor "..". */
+bool proto_path_hidden(const char *path, size_t len);
 
 /* JSON and HTML escaping helpers (appending; 0 or -ENOMEM). */
 /** Appends @s as a JSON string with its quotes. *invalid is set true

@@ -181,6 +181,52 @@ START_TEST(errors_have_lines)
 }
 END_TEST
 
+START_TEST(dotfiles_and_targets)
+{
+	struct conf c;
+	struct conf_listing l;
+	int r = load(&c,
+	             "[listing]\n"                    /* 1 */
+	             "dotfiles = serve\n"             /* 2 */
+	             "symlink_targets = off\n"        /* 3 */
+	             "[dir \"/a\"]\n"                 /* 4 */
+	             "dotfiles = list\n"              /* 5 */
+	             "[dir \"/b\"]\n"                 /* 6 */
+	             "dotfiles = off\n"               /* 7 */
+	             "dotfiles = maybe\n"             /* 8 */
+	             "[listing]\n"                    /* 9 */
+	             "symlink_targets = all\n");      /* 10 */
+	ck_assert_int_eq(r, 2);
+	expect_msg(0, 8, "dotfiles: expected off, serve or list");
+	expect_msg(1, 10, "symlink_targets: expected beneath or off");
+	ck_assert_int_eq(c.listing.dotfiles, CONF_DOT_SERVE);
+	ck_assert_int_eq(c.listing.symlink_targets, CONF_TARGETS_OFF);
+	conf_listing_for(&c, "/a/x", &l);
+	ck_assert_int_eq(l.dotfiles, CONF_DOT_LIST);
+	conf_listing_for(&c, "/b", &l);
+	ck_assert_int_eq(l.dotfiles, CONF_DOT_OFF);
+	conf_listing_for(&c, "/c", &l);
+	ck_assert_int_eq(l.dotfiles, CONF_DOT_SERVE);
+	conf_free(&c);
+
+	/* built in: /.well-known is served while dotfiles are off; a
+	 * section of the file overrides it; boolean words still work */
+	ck_assert_int_eq(load(&c, "[listing]\ndotfiles = no\n"), 0);
+	conf_listing_for(&c, "/.well-known/acme-challenge/x", &l);
+	ck_assert_int_eq(l.dotfiles, CONF_DOT_SERVE);
+	conf_listing_for(&c, "/.well-knownx", &l);
+	ck_assert_int_eq(l.dotfiles, CONF_DOT_OFF);
+	ck_assert_int_eq(c.listing.symlink_targets, CONF_TARGETS_BENEATH);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[dir \"/.well-known/\"]\ndotfiles = off\n"
+	                          "[listing]\ndotfiles = on\n"), 0);
+	conf_listing_for(&c, "/.well-known/x", &l);
+	ck_assert_int_eq(l.dotfiles, CONF_DOT_OFF);
+	ck_assert_int_eq(c.listing.dotfiles, CONF_DOT_LIST);
+	conf_free(&c);
+}
+END_TEST
+
 START_TEST(key_outside_section)
 {
 	struct conf c;
@@ -275,6 +321,7 @@ int main(void)
 	tcase_add_test(tc, limits_out_of_range);
 	tcase_add_test(tc, listen_forms);
 	tcase_add_test(tc, sample_is_valid);
+	tcase_add_test(tc, dotfiles_and_targets);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -657,7 +657,24 @@ START_TEST(buf_ops)
 }
 END_TEST
 
+START_TEST(path_hidden)
+{
+	static const struct { const char *p; bool hidden; } cases[] = {
+		{ "", false }, { ".", false }, { "..", false }, { "../x", false },
+		{ "a/./b", false }, { "a/../b", false }, { "/a/b.c/d.", false },
+		{ ".env", true }, { "a/.git/config", true }, { "/.well-known/x", true },
+		{ "a/..b", true }, { "a/...", true }, { "x/.", false }, { "a//.h", true },
+		{ "a/b/.h", true }, { "a.b/c", false },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		ck_assert_msg(proto_path_hidden(cases[i].p, strlen(cases[i].p)) == cases[i].hidden,
+		              "%s", cases[i].p);
+	/* the length bounds the scan: ".env" cut before its dot is visible */
+	ck_assert(!proto_path_hidden("a/.env", 2));
+}
+END_TEST
+
 TMAIN("listing", json_string_exact, json_exact_document, json_hostile_roundtrip,
       ndjson_lines, html_escaping, html_sort_links, html_100k_rows,
       html_divs_balance, negotiate,
-      buf_ops)
+      buf_ops, path_hidden)
