@@ -63,6 +63,7 @@ struct fsd_hdrs {
 };
 
 struct fsd_worker;
+struct fsd_body_watch;
 
 struct fsd_req {
 	struct fsd_worker *w;
@@ -93,6 +94,12 @@ struct fsd_req {
 	void (*resp_put)(void *arg);
 	void *resp_arg;
 	uint64_t body_len;             /* for the access log */
+	/* Counting a body cut short (body.h): bytes written on the socket
+	 * before this response, and the length of its header. */
+	bool sock0_set;
+	uint64_t sock0;
+	size_t hdr_len;
+	struct fsd_body_watch *watch;  /* a sendfile body in flight (body.c) */
 	bool close;                    /* framing can't be trusted: close after */
 
 	/* for the access log */

@@ -8,6 +8,7 @@ fileserverd_SOURCES = \
 	daemon/respond.c \
 	daemon/reqhdr.c daemon/reqhdr.h \
 	daemon/static.c \
+	daemon/body.c daemon/body.h \
 	daemon/listing.c daemon/listing.h \
 	daemon/log.c daemon/log.h \
 	daemon/log_open.c daemon/log_int.h
@@ -27,6 +28,7 @@ EXTRA_DIST += contrib/systemd/fileserverd.service contrib/logrotate/fileserverd
 
 # Integration tests: the real daemon on a loopback port (t/daemon/lib.sh).
 DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh t/daemon/bigfile.sh t/daemon/names.sh t/daemon/mirror.sh t/daemon/slow.sh t/daemon/errors.sh t/daemon/logs-escape.sh t/daemon/logs-open.sh t/daemon/logs-rotate.sh t/daemon/hardening.sh
+DAEMON_IT += t/daemon/serve-policy.sh t/daemon/serve-body.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh

@@ -79,6 +79,12 @@ int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n)
 			snprintf(path, sizeof path, "%s/%s", r->relpath, e[i].name);
 			fsd_log_fs(LOG_WARNING, "listing stat", path, e[i].err);
 		}
+		/* A target only for a link that resolves beneath the root (no
+		 * path outside it is ever shown), and none naming a hidden file. */
+		const char *tg = e[i].link;
+		if (tg && (!e[i].target_mode ||
+		           (!r->show_hidden && proto_path_hidden(tg, strlen(tg)))))
+			tg = NULL;
 		if (r->render) {
 			struct proto_entry pe = {
 				.name = e[i].name,
@@ -88,8 +94,8 @@ int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n)
 				.mtime_sec = e[i].stx.stx_mtime.tv_sec,
 				.mtime_nsec = e[i].stx.stx_mtime.tv_nsec,
 				.mode = e[i].stx.stx_mode,
-				.target = e[i].link,
-				.targetlen = e[i].link ? strlen(e[i].link) : 0,
+				.target = tg,
+				.targetlen = tg ? strlen(tg) : 0,
 			};
 			if (proto_listing_entry(&r->l, b, &pe) < 0)
 				return -ENOMEM;
@@ -181,8 +187,10 @@ static void scan_opts(struct lst_run *r, const struct conf_listing *cfg,
 		.limit = r->p.q.limit ? r->p.q.limit + 1 : 0,
 		.group = group,
 	};
-	if (cfg->dotfiles)
+	if (cfg->dotfiles == CONF_DOT_LIST)
 		o->flags |= LK_SCAN_DOTFILES;
+	if (cfg->symlink_targets == CONF_TARGETS_OFF)
+		o->flags |= LK_SCAN_NO_LINKS;
 	if (cfg->attrs_from_lookup)
 		o->flags |= LK_SCAN_LOOKUP_ATTRS;
 	if (cfg->background)
@@ -265,7 +273,8 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
                        const struct conf_listing *cfg)
 {
 	const char *inm = rq->h.if_none_match;
-	struct lst_run r = { .render = true };
+	struct lst_run r = { .render = true,
+	                     .show_hidden = cfg->dotfiles == CONF_DOT_LIST };
 	const struct lk_entry *ents;
 	size_t n;
 	bool stream = false;

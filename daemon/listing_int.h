@@ -93,6 +93,7 @@ struct lst_run {
 	struct lst_etag tag;
 	size_t count;             /* entries rendered */
 	bool render;              /* false: only hash (If-None-Match pass) */
+	bool show_hidden;         /* dotfiles listed: symlink targets may name them */
 	bool more;                /* an entry exists past p.limit */
 	char *cursor;             /* name of the page's last entry (limit reached) */
 };

@@ -1,5 +1,6 @@
 #include "first.h"
 
+#include "daemon/body.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/reqhdr.h"
@@ -121,6 +122,7 @@ void fsd_req_respond(struct fsd_req *rq, unsigned status,
 	rq->resp = resp;
 	rq->status = status;
 	rq->body_len = rq->method == FSD_M_HEAD ? 0 : body_len;
+	fsd_body_respond(rq, resp, status);
 }
 
 void fsd_req_respond_shared(struct fsd_req *rq, unsigned status,
@@ -305,10 +307,11 @@ void fsd_completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct fsd_req *rq = *con_cls;
 
 	(void)cls;
-	(void)conn;
 	if (!rq)
 		return;
 	*con_cls = NULL;
+	/* A body cut short is logged with the bytes that left (body.h). */
+	fsd_body_end(rq, conn, toe);
 	if (rq->state == RQ_QUEUED)
 		fsd_access_log(rq);
 	else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -1,5 +1,6 @@
 #include "first.h"
 
+#include "daemon/body.h"
 #include "daemon/daemon.h"
 #include "daemon/fcache.h"
 #include "daemon/listing.h"
@@ -7,13 +8,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "proto/cond.h"
 #include "proto/etag.h"
 #include "proto/httpdate.h"
+#include "proto/listing.h"
 #include "proto/mime.h"
 #include "proto/range.h"
 #include "proto/url.h"
@@ -70,7 +72,8 @@ const char *fsd_mime_type(const char *name)
 }
 
 /* Maps a lookup error to a status; anything unexpected is logged with
- * the path and errno and becomes a bare 500 (never shown to clients). */
+ * the path and errno (the log escapes it) and becomes a bare 500 (never
+ * shown to clients). */
 void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int err)
 {
 	unsigned status;
@@ -79,13 +82,13 @@ void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int 
 	case ENOENT: case ENOTDIR: case EXDEV:
 		status = 404;
 		break;
-	case EACCES: case EPERM: case ELOOP:
+	case EACCES: case EPERM: case ELOOP: case ENXIO:
 		status = 403;
 		break;
 	case ENAMETOOLONG:
 		status = 414;
 		break;
-	case ECANCELED:
+	case ECANCELED: case EAGAIN:
 		status = 503;
 		break;
 	default:
@@ -95,148 +98,127 @@ void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int 
 	fsd_req_error(rq, status);
 }
 
-/* ---- cold data: read ahead through the ring before sendfile ---- */
+/* ---- what is served ----
+ *
+ * Only regular files and directories: anything else (FIFO, socket,
+ * device) is refused with 403 before it is opened (opening a device runs
+ * its driver; a FIFO's open wakes its writer). Each path is first opened
+ * with O_PATH, which opens nothing, its type checked, and only then
+ * opened for reading; the second open must find the same inode (a swap
+ * in between answers 503).
+ *
+ * The [listing] and [dir] keys hold for the URL path and for the path
+ * the file resolves to beneath the root (after its symlinks): a name
+ * hidden (dotfiles = off) under either is 404, and a directory is listed
+ * only if both allow it. The resolved path is asked of /proc only when
+ * the path holds a symlink: the first O_PATH open goes through a root
+ * that refuses every symlink, and only its -ELOOP leads to the real one.
+ */
 
-#ifndef __NR_cachestat
-#define __NR_cachestat 451      /* Linux 6.5, same number on every arch */
-#endif
-struct fsd_cachestat_range { uint64_t off, len; };
-struct fsd_cachestat { uint64_t nr_cache, nr_dirty, nr_writeback,
-                       nr_evicted, nr_recently_evicted; };
+static lk_root_t *nolinks;
+static pthread_once_t nolinks_once = PTHREAD_ONCE_INIT;
 
-static bool cached(int fd, uint64_t off, uint64_t len)
+static void nolinks_close(void)
 {
-	static _Atomic int have_cachestat = 1;
-	struct fsd_cachestat_range r = { off, len };
-	struct fsd_cachestat cs;
+	if (nolinks)
+		lk_root_close(nolinks);
+	nolinks = NULL;
+}
 
-	if (have_cachestat) {
-		/* Counts pages over the whole range without touching them. */
-		uint64_t first = off / 4096, last = (off + len - 1) / 4096;
-		if (syscall(__NR_cachestat, fd, &r, &cs, 0) == 0)
-			return cs.nr_cache >= last - first + 1;
-		if (errno == ENOSYS)
-			have_cachestat = 0;
+static void nolinks_open(void)
+{
+	struct lk_root_opts o = { .symlinks = LK_SYMLINKS_NEVER };
+	int fd = fcntl(fsd.rootfd, F_DUPFD_CLOEXEC, 3);
+
+	if (fd >= 0 && lk_root_from_fd(fd, &o, &nolinks) < 0) {
+		close(fd);
+		nolinks = NULL;
 	}
-	/* Older kernels: probe the first and last byte without blocking. */
-	char b;
-	struct iovec iov = { &b, 1 };
-	return preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT) == 1 &&
-	       preadv2(fd, &iov, 1, (off_t)(off + len - 1), RWF_NOWAIT) == 1;
+	if (nolinks)
+		atexit(nolinks_close);  /* after the workers, like the main root */
 }
 
-/* Submits one call and parks until it completes; the cookie is kept in
- * rq so that a deadline or a stop can cancel it (fsd_req_cancel_calls). */
-static long submit_wait(struct fsd_req *rq, long call, const unsigned long *args)
+/* The path of @fd beneath the root, in URL form ("/a/b", "/" for the
+ * root), from /proc. 0, or -EACCES (logged) when it cannot be told. */
+static int resolved_path(int fd, char *out, size_t outsz)
 {
-	long res, ck;
+	char link[40], root[PATH_MAX];
+	ssize_t rn, n;
 
-	ck = async_submit(0, &res, call, args);
-	if (ck <= 0)
-		return ck < 0 ? ck : res;
-	rq->cookie = ck;
-	res = wait_for_async(ck);
-	rq->cookie = 0;
-	return res;
-}
-
-/* The first READAHEAD_READ bytes of a cold range are read through the
- * ring (the kernel's workers, not the loop, wait for the disk); the
- * rest is announced with WILLNEED, also through the ring. sendfile,
- * which runs on the loop, then finds the pages in the cache. */
-#define READAHEAD_READ (256u << 10)
-static void warm(struct fsd_req *rq, int fd, uint64_t off, uint64_t len)
-{
-	if (!len || !rq->w->engine || cached(fd, off, len))
-		return;
-	uint64_t n = len < READAHEAD_READ ? len : READAHEAD_READ;
-	unsigned long fa[4] = { (unsigned long)fd, (unsigned long)off,
-	                        (unsigned long)len, POSIX_FADV_WILLNEED };
-	submit_wait(rq, ASYNC_FADVISE, fa);
-	if (rq->abandoned)
-		return;
-	void *buf = malloc(n);
-	if (!buf)
-		return;
-	unsigned long ra[4] = { (unsigned long)fd, (unsigned long)buf,
-	                        (unsigned long)n, (unsigned long)off };
-	long r = submit_wait(rq, ASYNC_PREAD, ra);
-	/* wait_for_async returned: the call is complete, buf is ours again */
-	(void)r;
-	free(buf);
-}
-
-/* ---- multipart/byteranges: a reader over the parts ---- */
-
-struct mp {
-	int fd;
-	uint64_t size;
-	unsigned n, cur;        /* parts; the one being sent */
-	uint64_t part_pos;      /* bytes of part cur already sent (header + data) */
-	char boundary[PROTO_BOUNDARY_MAX];
-	const char *ctype;
-	char hdr[256];          /* header of part cur */
-	size_t hdrlen;
-	struct proto_range r[];
-};
-
-static void mp_header(struct mp *m)
-{
-	if (m->cur < m->n)
-		m->hdrlen = proto_multipart_part_header(m->hdr, sizeof m->hdr, m->boundary,
-		                                        m->ctype, &m->r[m->cur], m->size);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fsd.rootfd);
+	rn = readlink(link, root, sizeof root - 1);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = readlink(link, out, outsz - 1);
+	if (rn <= 0 || n <= 0 || (size_t)n >= outsz - 1) {
+		fsd_log(LOG_ERR, "cannot tell where a symlink leads (/proc/self/fd: %s): refused",
+		        rn <= 0 || n <= 0 ? strerror(errno) : "path too long");
+		return -EACCES;
+	}
+	out[n] = 0;
+	if (rn == 1)
+		return 0;       /* the root is "/" */
+	if (n < rn || memcmp(out, root, (size_t)rn) || (out[rn] && out[rn] != '/')) {
+		fsd_log(LOG_ERR, "a path resolved outside the root (a mount moved?): refused");
+		return -EACCES;
+	}
+	if (n == rn)
+		memcpy(out, "/", 2);
 	else
-		m->hdrlen = proto_multipart_trailer(m->hdr, sizeof m->hdr, m->boundary);
+		memmove(out, out + rn, (size_t)(n - rn) + 1);
+	return 0;
 }
 
-/* Runs on the loop (libmicrohttpd's reader), after warm() made every
- * range resident: pread finds the pages in the cache. */
-static ssize_t mp_read(void *cls, uint64_t pos, char *out, size_t max)
+/* Opens @rel for serving: a regular file, or a directory if @dir_ok.
+ * Returns 0 with *out (opened O_RDONLY), -EPERM for any other type,
+ * -ENOENT for a name the resolved path hides, -EAGAIN if the file
+ * changed between the two opens, or the lookup's -errno. @cfg, if not
+ * NULL, holds the URL path's settings and receives the stricter of
+ * them and the resolved path's. */
+static int open_served(struct fsd_req *rq, const char *rel, bool dir_ok,
+                       struct lk_file *out, struct conf_listing *cfg)
 {
-	struct mp *m = cls;
-	size_t done = 0;
+	lk_root_t *root = NULL;
+	struct lk_file p;
+	char res[PATH_MAX];
+	bool linked = false;
+	int r = -ELOOP;
 
-	(void)pos;              /* MHD reads sequentially */
-	while (done < max && m->cur <= m->n) {
-		if (m->part_pos < m->hdrlen) {
-			size_t k = m->hdrlen - m->part_pos;
-			if (k > max - done)
-				k = max - done;
-			memcpy(out + done, m->hdr + m->part_pos, k);
-			done += k;
-			m->part_pos += k;
-			continue;
-		}
-		if (m->cur == m->n) {
-			m->cur++;       /* trailer sent */
-			break;
-		}
-		uint64_t plen = m->r[m->cur].last - m->r[m->cur].first + 1;
-		uint64_t at = m->part_pos - m->hdrlen;
-		if (at < plen) {
-			size_t k = plen - at < max - done ? (size_t)(plen - at) : max - done;
-			ssize_t r = pread(m->fd, out + done, k, (off_t)(m->r[m->cur].first + at));
-			if (r <= 0)
-				return done ? (ssize_t)done : MHD_CONTENT_READER_END_WITH_ERROR;
-			done += (size_t)r;
-			m->part_pos += (uint64_t)r;
-			continue;
-		}
-		m->cur++;
-		m->part_pos = 0;
-		mp_header(m);
+	pthread_once(&nolinks_once, nolinks_open);
+	if (nolinks) {
+		root = nolinks;
+		r = lk_open(root, rel, O_PATH, rq->group, &p);
 	}
-	if (!done && m->cur > m->n)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	return (ssize_t)done;
-}
-
-static void mp_free(void *cls)
-{
-	struct mp *m = cls;
-
-	close(m->fd);
-	free(m);
+	if (r == -ELOOP) {
+		root = fsd.lkroot;
+		linked = true;
+		r = lk_open(root, rel, O_PATH, rq->group, &p);
+	}
+	if (r < 0)
+		return r;
+	bool dir = S_ISDIR(p.stx.stx_mode);
+	if (!S_ISREG(p.stx.stx_mode) && !(dir_ok && dir))
+		r = -EPERM;
+	else if (linked && (r = resolved_path(p.fd, res, sizeof res)) == 0) {
+		struct conf_listing rc;
+		conf_listing_for(&fsd.conf, res, &rc);
+		if (rc.dotfiles == CONF_DOT_OFF && proto_path_hidden(res, strlen(res)))
+			r = -ENOENT;
+		else if (cfg) {
+			cfg->enabled = cfg->enabled && rc.enabled;
+			if (rc.dotfiles < cfg->dotfiles)
+				cfg->dotfiles = rc.dotfiles;
+		}
+	}
+	if (r == 0)
+		r = lk_open(root, rel, OPEN_FLAGS | (dir ? O_DIRECTORY : 0), rq->group, out);
+	if (r == 0 && (out->stx.stx_ino != p.stx.stx_ino ||
+	               out->stx.stx_dev_major != p.stx.stx_dev_major ||
+	               out->stx.stx_dev_minor != p.stx.stx_dev_minor)) {
+		close(out->fd);
+		r = -EAGAIN;
+	}
+	close(p.fd);
+	return r;
 }
 
 /* ---- responses ---- */
@@ -268,87 +250,19 @@ static void add_entity_headers(struct MHD_Response *resp, const struct repr *rp)
 	add_validators(resp, rp);
 }
 
-/* Body [off, off+len) of @fd: small bodies are read (inline when cached)
- * into one buffer so that headers and body leave in one send
- * (docs/DESIGN.md, "Static files":
- * ~80k vs ~33k req/s); large ones go out with sendfile after read-ahead.
- * Takes ownership of fd. */
-static struct MHD_Response *body(struct fsd_req *rq, int fd, uint64_t off,
-                                 uint64_t len, const char *path,
-                                 const struct statx *cache_stx)
-{
-	struct MHD_Response *resp;
-
-	if (rq->method == FSD_M_GET && len <= fsd.conf.small_file_max) {
-		char *buf = malloc(len ? len : 1);
-		long r = 0;
-		uint64_t got = 0;
-
-		if (!buf) {
-			close(fd);
-			return NULL;
-		}
-		while (got < len) {
-			r = fibril_pread(fd, buf + got, len - got, (int64_t)(off + got));
-			if (r <= 0)
-				break;
-			got += (uint64_t)r;
-		}
-		close(fd);
-		if (got < len) {
-			free(buf);
-			if (r < 0)
-				fsd_log_fs(LOG_ERR, "read", path, (int)r);
-			else
-				fsd_log(LOG_ERR, "read %s: file shrank while being sent", path);
-			return NULL;
-		}
-		if (cache_stx)
-			fsd_fcache_put(rq, path, cache_stx, buf, len);
-		return MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
-	}
-	if (rq->method == FSD_M_GET)
-		warm(rq, fd, off, len);
-	resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
-	if (!resp)
-		close(fd);
-	return resp;
-}
-
-static void respond_multipart(struct fsd_req *rq, struct repr *rp,
+static void respond_multipart(struct fsd_req *rq, struct repr *rp, const char *rel,
                               const struct proto_range *r, unsigned n)
 {
-	static _Atomic uint64_t counter;
-	uint64_t size = rp->f.stx.stx_size;
-	struct mp *m = calloc(1, sizeof *m + n * sizeof *r);
-	char ct[PROTO_BOUNDARY_MAX + 40];
+	uint64_t total;
+	int fd = rp->f.fd;
 
-	if (!m) {
-		fsd_req_error(rq, 500);
-		return;
-	}
-	m->fd = rp->f.fd;
 	rp->f.fd = -1;
-	m->size = size;
-	m->n = n;
-	m->ctype = rp->ctype;
-	memcpy(m->r, r, n * sizeof *r);
-	proto_multipart_boundary(fibril_now_ns() ^ (counter++ * 0x9e3779b97f4a7c15ull),
-	                         m->boundary);
-	mp_header(m);
-	if (rq->method == FSD_M_GET)
-		for (unsigned i = 0; i < n && !rq->abandoned; i++)
-			warm(rq, m->fd, r[i].first, r[i].last - r[i].first + 1);
-	uint64_t total = proto_multipart_length(m->boundary, m->ctype, r, n, size);
-	struct MHD_Response *resp =
-		MHD_create_response_from_callback(total, 64 * 1024, mp_read, m, mp_free);
+	struct MHD_Response *resp = fsd_body_multipart(rq, fd, rel, rp->f.stx.stx_size,
+	                                               rp->ctype, r, n, &total);
 	if (!resp) {
-		mp_free(m);
 		fsd_req_error(rq, 500);
 		return;
 	}
-	snprintf(ct, sizeof ct, "multipart/byteranges; boundary=%s", m->boundary);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
 	if (rp->encoding)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, rp->encoding);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
@@ -414,12 +328,12 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 			continue;
 		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, fsd_sidecars[i].ext) >= sizeof path)
 			return;
-		if (lk_open(fsd.lkroot, path, OPEN_FLAGS, rq->group, &s) < 0)
+		if (open_served(rq, path, false, &s, NULL) < 0)
 			continue;
 		const struct statx_timestamp *a = &s.stx.stx_mtime, *b = &rp->f.stx.stx_mtime;
 		bool fresh = a->tv_sec > b->tv_sec ||
 		             (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
-		if (!S_ISREG(s.stx.stx_mode) || !fresh) {
+		if (!fresh) {
 			close(s.fd);
 			continue;
 		}
@@ -483,11 +397,11 @@ static void serve_file(struct fsd_req *rq, struct lk_file *f,
 			return;
 		case PROTO_RANGE_OK:
 			if (n > 1) {
-				respond_multipart(rq, &rp, r, n);
+				respond_multipart(rq, &rp, rel, r, n);
 				return;
 			}
 			uint64_t len = r[0].last - r[0].first + 1;
-			resp = body(rq, rp.f.fd, r[0].first, len, rel, NULL);
+			resp = fsd_body(rq, rp.f.fd, r[0].first, len, rel, NULL);
 			if (!resp) {
 				fsd_req_error(rq, 500);
 				return;
@@ -503,8 +417,8 @@ static void serve_file(struct fsd_req *rq, struct lk_file *f,
 			break;
 		}
 	}
-	resp = body(rq, rp.f.fd, 0, size, rel,
-	            rp.encoding ? NULL : &rp.f.stx);
+	resp = fsd_body(rq, rp.f.fd, 0, size, rel,
+	                rp.encoding ? NULL : &rp.f.stx);
 	if (!resp) {
 		fsd_req_error(rq, 500);
 		return;
@@ -537,7 +451,8 @@ static void redirect_slash(struct fsd_req *rq, const struct proto_target *t)
 }
 
 static void serve_dir(struct fsd_req *rq, struct lk_file *f,
-                      const struct proto_target *t, const char *rel)
+                      const struct proto_target *t, const char *rel,
+                      struct conf_listing *cfg)
 {
 	int r;
 
@@ -547,31 +462,39 @@ static void serve_dir(struct fsd_req *rq, struct lk_file *f,
 		return;
 	}
 	if (fsd.conf.index[0]) {
-		char ipath[4096 + 256];
+		char ipath[PATH_MAX];
 		struct lk_file fi;
-		snprintf(ipath, sizeof ipath, "%s%s", t->path + 1, fsd.conf.index);
-		r = lk_open(fsd.lkroot, ipath, OPEN_FLAGS, rq->group, &fi);
-		if (r == 0 && S_ISREG(fi.stx.stx_mode)) {
+		if ((size_t)snprintf(ipath, sizeof ipath, "%s%s", t->path + 1,
+		                     fsd.conf.index) >= sizeof ipath) {
+			close(f->fd);
+			fsd_req_error(rq, 414);
+			return;
+		}
+		/* A hidden, missing or unusual (directory, FIFO...) index is no
+		 * index: the directory is listed. */
+		r = open_served(rq, ipath, false, &fi, NULL);
+		if (r == 0) {
 			close(f->fd);
 			serve_file(rq, &fi, ipath, fsd.conf.index);
 			return;
 		}
-		if (r == 0)
-			close(fi.fd);
-		else if (r != -ENOENT) {
+		if (r != -ENOENT && r != -EPERM) {
 			close(f->fd);
 			fsd_log_fs_req(rq, "open", ipath, r);
 			return;
 		}
 	}
-	struct conf_listing cfg;
-	char relbuf[4096];
-	conf_listing_for(&fsd.conf, t->path, &cfg);
-	snprintf(relbuf, sizeof relbuf, "%s", rel);
-	size_t rl = strlen(relbuf);
+	char relbuf[PATH_MAX];
+	size_t rl = strlen(rel);
+	if (rl >= sizeof relbuf) {
+		close(f->fd);
+		fsd_req_error(rq, 414);
+		return;
+	}
+	memcpy(relbuf, rel, rl + 1);
 	if (rl > 1 && relbuf[rl - 1] == '/')
 		relbuf[rl - 1] = 0;
-	r = fsd_listing_handle(rq, f, t->path, relbuf, &cfg);
+	r = fsd_listing_handle(rq, f, t->path, relbuf, cfg);
 	if (r < 0)
 		fsd_req_error(rq, 403);
 }
@@ -586,6 +509,8 @@ int fsd_static_from_cache(struct fsd_req *rq)
 	    proto_url_parse(rq->uri, strlen(rq->uri), buf, sizeof buf, &t) < 0 ||
 	    t.trailing_slash)
 		return 1;
+	/* (only files that were served are cached, and only by a path
+	 * without symlinks: what the cache holds passed the checks below) */
 	return fsd_fcache_serve(rq, proto_url_relpath(t.path));
 }
 
@@ -593,6 +518,7 @@ void fsd_static_handle(struct fsd_req *rq)
 {
 	char buf[8192];
 	struct proto_target t;
+	struct conf_listing cfg;
 	struct lk_file f;
 	const char *rel, *name;
 	int r;
@@ -612,24 +538,25 @@ void fsd_static_handle(struct fsd_req *rq)
 	}
 	rel = proto_url_relpath(t.path);
 	name = strrchr(t.path, '/') + 1;
+	/* A hidden name answers as a missing one, before any lookup. */
+	conf_listing_for(&fsd.conf, t.path, &cfg);
+	if (cfg.dotfiles == CONF_DOT_OFF && proto_path_hidden(t.path, t.pathlen)) {
+		fsd_req_error(rq, 404);
+		return;
+	}
 	/* (the access handler asked the small-file cache already) */
 	r = lk_group_new(&rq->group);
 	if (r < 0) {
 		fsd_req_error(rq, 503);
 		return;
 	}
-	r = lk_open(fsd.lkroot, rel, OPEN_FLAGS, rq->group, &f);
+	r = open_served(rq, rel, true, &f, &cfg);
 	if (r < 0) {
 		fsd_log_fs_req(rq, "open", rel, r);
 		return;
 	}
 	if (S_ISDIR(f.stx.stx_mode)) {
-		serve_dir(rq, &f, &t, rel);
-		return;
-	}
-	if (!S_ISREG(f.stx.stx_mode)) {
-		close(f.fd);
-		fsd_req_error(rq, 403);
+		serve_dir(rq, &f, &t, rel, &cfg);
 		return;
 	}
 	if (t.trailing_slash) {
