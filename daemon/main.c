@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -63,6 +64,9 @@ static int bind_one(const struct conf_listen *l, in_port_t port_override)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
 	if (ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	/* Accept once the first bytes are in, so that reqhdr.c can tell a
+	 * non-HTTP client at once (and idle connects cost no fd). */
+	setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &(int){ 10 }, sizeof(int));
 	if (bind(fd, (struct sockaddr *)&ss, l->addrlen) < 0 ||
 	    listen(fd, 1024) < 0) {
 		int e = -errno;

@@ -2,12 +2,21 @@
 
 #include "daemon/reqhdr.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 
 #include "daemon/log.h"
+#include "proto/errpage.h"
+#include "proto/httpdate.h"
 #include "proto/reqcheck.h"
 
 /* Longest request-target served (414 beyond): static.c decodes into an
@@ -40,8 +49,59 @@ struct collect {
 	const char *val[NWANTED];
 	size_t len[NWANTED];
 	bool folded;
+	bool nul;               /* a NUL byte somewhere in the head */
+	const char *line_end;   /* end of the last line's value, or NULL */
 	size_t head;            /* bytes of the request head as sent (about) */
 };
+
+/* Client bytes for the error log: controls, non-ASCII, quotes and
+ * backslashes as \xNN; cut (with "...") to fit @size. */
+static const char *escape(char *out, size_t size, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (o + 8 >= size) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[ch >> 4];
+			out[o++] = hex[ch & 15];
+		} else {
+			out[o++] = (char)ch;
+		}
+	}
+	out[o] = 0;
+	return out;
+}
+
+/*
+ * NUL bytes. libmicrohttpd 0.9.75 parses the head in place, turning each
+ * CR and LF into a NUL and handing out NUL-terminated strings: a NUL
+ * sent inside a value silently cuts it ("Host: local\0host" arrives as
+ * "local"). What it leaves in the buffer still shows it: between the end
+ * of one line's value (or of the request-line) and the start of the next
+ * line there must be exactly its terminator, CRLF or LF, so one or two
+ * NULs; anything else there (the rest of a cut value, more NULs) is a
+ * NUL the client sent. The one case this cannot see, a NUL just before
+ * a bare LF, is indistinguishable from CRLF and cuts nothing.
+ */
+static bool line_gap_ok(const char *end, const char *next, size_t min, size_t max)
+{
+	if (next < end + min || next > end + max)
+		return false;
+	for (const char *p = end; p < next; p++)
+		if (*p)
+			return false;
+	return true;
+}
 
 /*
  * Obsolete line folding (RFC 9112 5.2: reject with 400). libmicrohttpd
@@ -73,6 +133,9 @@ static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
 	(void)kind;
 	if (!in_place(key, key_size, value))
 		c->folded = true;
+	else if (c->line_end && !line_gap_ok(c->line_end, key, 1, 2))
+		c->nul = true;
+	c->line_end = value + value_size;
 	c->head += key_size + 2 + value_size + 2;       /* "k: v\r\n" */
 	proto_reqcheck_field(&c->chk, key, key_size, value, value_size);
 	for (size_t i = 0; i < NWANTED; i++)
@@ -80,6 +143,11 @@ static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
 			/* First occurrence wins; duplicates of the list-valued
 			 * ones are rare and the checker handles Host. */
 			if (!c->val[i]) {
+				/* trailing OWS is not part of the value
+				 * (0.9.75 keeps it; leading OWS it skips) */
+				while (value_size && (value[value_size - 1] == ' ' ||
+				                      value[value_size - 1] == '\t'))
+					value_size--;
 				c->val[i] = value;
 				c->len[i] = value_size;
 			}
@@ -88,7 +156,26 @@ static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
-int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
+/* The request-line as libmicrohttpd left it: "METHOD\0 ...target\0VERSION"
+ * with the target's end where rq->uri (copied before it split off the
+ * query) ends. A NUL in the method or target ends them early. */
+static bool request_line_ok(const struct fsd_req *rq, const char *method,
+                            const char *url, const char *version)
+{
+	size_t ml = strlen(method);
+
+	if (url <= method + ml || method[ml])
+		return false;
+	for (const char *p = method + ml + 1; p < url; p++)
+		if (*p != ' ')
+			return false;
+	/* no version in the line: libmicrohttpd answers that itself */
+	return !*version || url + strlen(rq->uri) + 1 == version;
+}
+
+int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
+                       const char *method, const char *url,
+                       const char *version)
 {
 	struct collect c = { .rq = rq };
 	size_t total = 0;
@@ -99,6 +186,10 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 	proto_reqcheck_begin(&c.chk, rq->method_str, rq->version, rq->uri,
 	                     ulen, FSD_MAX_TARGET);
 	c.head = strlen(rq->method_str) + 1 + ulen + 1 + strlen(rq->version) + 2 + 2;
+	if (!request_line_ok(rq, method, url, version))
+		c.nul = true;
+	else if (*version)
+		c.line_end = version + strlen(version);
 	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, each, &c);
 	for (size_t i = 0; i < NWANTED; i++)
 		if (c.val[i])
@@ -122,6 +213,19 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 		rq->close = true;
 		return 400;
 	}
+	if (!c.nul && c.line_end) {
+		/* the last line: its terminator, then the empty line's */
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+
+		if (ci && !line_gap_ok(c.line_end, method + ci->header_size, 2, 4))
+			c.nul = true;
+	}
+	if (c.nul) {
+		rq->close = true;
+		fsd_log(LOG_INFO, "%s: 400: NUL byte in the request head", rq->addr[0] ? rq->addr : "client");
+		return 400;
+	}
 	struct proto_verdict v = proto_reqcheck_end(&c.chk);
 	/* libmicrohttpd's pool is request_header_max + FSD_POOL_SLACK
 	 * (worker.c): heads beyond that get its own 431 (or 414); ours
@@ -131,7 +235,82 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn)
 		v.reason = "request head larger than request_header_max";
 	}
 	rq->close = v.close_connection;
-	if (v.status)
-		fsd_log(LOG_INFO, "%s %s: %u: %s", rq->method_str, rq->uri, v.status, v.reason);
+	if (v.status) {
+		char m[64], u[256];
+
+		fsd_log(LOG_INFO, "%s %s: %u: %s", escape(m, sizeof m, rq->method_str, strlen(rq->method_str)),
+		        escape(u, sizeof u, rq->uri, ulen), v.status, v.reason);
+	}
 	return (int)v.status;
+}
+
+/*
+ * Connections whose first bytes cannot start an HTTP request (a TLS
+ * handshake, binary, "GARBAGE\r\n"). libmicrohttpd 0.9.75 closes on a
+ * request-line without a space without answering, skips lines that
+ * start with a NUL as empty, and waits for a line end that binary input
+ * may never send: the connection is held until the idle timeout. It
+ * calls this before it first reads from the socket, and the listening
+ * sockets defer accept until data has arrived (main.c), so the first
+ * segment can be looked at here: if it cannot be HTTP it is read and
+ * dropped, a 400 is sent, and both directions are shut down, which
+ * libmicrohttpd sees as a hang-up and closes the connection at once.
+ * Later requests on a connection, and a first segment that is a valid
+ * prefix, are libmicrohttpd's to judge.
+ */
+static void refuse_not_http(int fd, const char *peek, size_t n)
+{
+	char head[320], date[PROTO_HTTPDATE_LEN], addr[48] = "client", what[80];
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	size_t blen;
+	const char *body = proto_errpage(400, &blen);
+	char sink[4096];
+	int hl;
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof addr);
+		else if (ss.ss_family == AF_INET6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof addr);
+	}
+	fsd_log(LOG_INFO, "%s: 400: not an HTTP request (\"%s\")", addr,
+	        escape(what, sizeof what, peek, n < 16 ? n : 16));
+	/* unread input at close would turn the FIN into a reset that can
+	 * destroy the answer before the client reads it */
+	for (int i = 0; i < 64 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+		;
+	proto_httpdate_format(time(NULL), date);
+	hl = snprintf(head, sizeof head,
+	              "HTTP/1.1 400 Bad Request\r\n"
+	              "Date: %s\r\n"
+	              "Connection: close\r\n"
+	              "Content-Type: text/html; charset=utf-8\r\n"
+	              "Server: fileserverd/" PACKAGE_VERSION "\r\n"
+	              "Content-Length: %zu\r\n\r\n", date, blen);
+	struct iovec iov[2] = { { head, (size_t)hl }, { (void *)body, blen } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	/* a fresh socket's buffer takes this whole; if not, the client
+	 * gets less and the close all the same */
+	(void)sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	shutdown(fd, SHUT_RDWR);
+}
+
+void fsd_conn_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code)
+{
+	const union MHD_ConnectionInfo *ci;
+	char peek[256];
+	ssize_t n;
+
+	(void)cls;
+	(void)socket_context;
+	if (code != MHD_CONNECTION_NOTIFY_STARTED)
+		return;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	n = recv(ci->connect_fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0 && !proto_reqcheck_start(peek, (size_t)n))
+		refuse_not_http(ci->connect_fd, peek, (size_t)n);
 }

@@ -237,7 +237,6 @@ enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
 	struct fsd_req *rq = *con_cls;
 	int r;
 
-	(void)url;
 	(void)upload_data;
 	if (!rq) {
 		rq = fsd_uri_log_cb(cls, url, conn);
@@ -255,7 +254,7 @@ enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
 		rq->version[vl] = 0;
 		if (fsd_access_log_enabled())
 			client_addr(rq, conn);
-		r = fsd_reqhdr_collect(rq, conn);
+		r = fsd_reqhdr_collect(rq, conn, method, url, version);
 		if (r) {
 			/* Invalid request: framing errors close at once. */
 			fsd_req_error(rq, (unsigned)r);

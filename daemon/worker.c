@@ -4,6 +4,7 @@
 #include "daemon/fcache.h"
 #include "daemon/listing.h"
 #include "daemon/log.h"
+#include "daemon/reqhdr.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -275,6 +276,7 @@ static int worker_setup(struct fsd_worker *w)
 			MHD_OPTION_URI_LOG_CALLBACK, fsd_uri_log_cb, w,
 			MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
 			MHD_OPTION_NOTIFY_COMPLETED, fsd_completed_cb, w,
+			MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_notify_cb, w,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
 			/* Not 1: in 0.9.75 strict mode answers a missing Host with a

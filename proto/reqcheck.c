@@ -33,8 +33,9 @@ static bool hexdig(unsigned char c)
 }
 
 /* Host = uri-host [ ":" port ] (RFC 9110 7.2, RFC 3986 3.2.2). An empty
- * value is valid (RFC 9112 3.2: an empty authority). */
-static bool valid_host(const char *v, size_t len)
+ * value is valid (RFC 9112 3.2: an empty authority). With @need_port
+ * (CONNECT's authority-form, RFC 9112 3.2.3) the port must be there. */
+static bool valid_host(const char *v, size_t len, bool need_port)
 {
 	size_t i = 0;
 
@@ -71,13 +72,14 @@ static bool valid_host(const char *v, size_t len)
 		}
 	}
 	if (i < len) {
-		if (v[i] != ':')
+		if (v[i] != ':' || (need_port && i + 1 == len))
 			return false;
 		for (i++; i < len; i++)
 			if (v[i] < '0' || v[i] > '9')
 				return false;
+		return true;
 	}
-	return true;
+	return !need_port;
 }
 
 /* Codings a server might understand (RFC 9112 7, the IANA registry);
@@ -113,6 +115,11 @@ static void check_te(struct proto_reqcheck *c, const char *v, size_t len)
 			any = true;
 			if (!known_coding(v + s, e - s))
 				unknown = true;
+			/* chunked applied twice, or anything applied after
+			 * it, leaves the length unknowable (RFC 9112 6.3) */
+			if (c->te_chunked_last)
+				c->te_chunked_twice |= is(v + s, e - s, "chunked");
+			c->te_chunked_last = is(v + s, e - s, "chunked");
 		}
 	}
 	c->has_te = true;
@@ -120,8 +127,6 @@ static void check_te(struct proto_reqcheck *c, const char *v, size_t len)
 		fail(c, 400, true, "Transfer-Encoding in HTTP/1.0");
 	else if (unknown || !any)
 		fail(c, 501, true, "unknown transfer coding");
-	else
-		fail(c, 400, true, "request body (Transfer-Encoding) not accepted");
 }
 
 static void check_cl(struct proto_reqcheck *c, const char *v, size_t len)
@@ -173,12 +178,19 @@ void proto_reqcheck_begin(struct proto_reqcheck *c, const char *method,
 	c->content_length = -1;
 	c->http11 = version && strcmp(version, "HTTP/1.0") &&
 	            strcmp(version, "HTTP/0.9");
+	c->connect = method && !strcmp(method, "CONNECT");
+	c->served = method && (!strcmp(method, "GET") || !strcmp(method, "HEAD") ||
+	                       !strcmp(method, "OPTIONS"));
 	if (max_target && target_len > max_target) {
 		fail(c, 414, false, "request target too long");
 		return;
 	}
 	if (!target || !target_len) {
 		fail(c, 400, false, "empty request target");
+	} else if (c->connect) {
+		/* authority-form, and only here (RFC 9112 3.2.3) */
+		if (!valid_host(target, target_len, true))
+			fail(c, 400, true, "CONNECT without authority-form target");
 	} else if (target[0] == '/') {
 		/* origin-form */
 	} else if (target_len == 1 && target[0] == '*') {
@@ -224,10 +236,15 @@ void proto_reqcheck_field(struct proto_reqcheck *c, const char *name,
 			return;
 		}
 	}
+	/* OWS around a value is not part of it (RFC 9112 5) */
+	while (valuelen && (*value == ' ' || *value == '\t'))
+		value++, valuelen--;
+	while (valuelen && (value[valuelen - 1] == ' ' || value[valuelen - 1] == '\t'))
+		valuelen--;
 	if (is(name, namelen, "Host")) {
 		if (++c->hosts > 1)
 			fail(c, 400, false, "more than one Host");
-		else if (!valid_host(value, valuelen))
+		else if (!valid_host(value, valuelen, false))
 			fail(c, 400, false, "invalid Host");
 	} else if (is(name, namelen, "Content-Length")) {
 		check_cl(c, value, valuelen);
@@ -245,8 +262,23 @@ void proto_reqcheck_field(struct proto_reqcheck *c, const char *name,
 
 struct proto_verdict proto_reqcheck_end(struct proto_reqcheck *c)
 {
+	bool body = c->has_te || c->content_length > 0;
+
+	/* A body we do not read would be parsed as the next request,
+	 * whatever the answer is. */
+	c->v.close_connection |= body;
+	if (c->has_te && (!c->te_chunked_last || c->te_chunked_twice))
+		fail(c, 400, true, "chunked is not the final transfer coding");
 	if (c->http11 && !c->hosts)
 		fail(c, 400, false, "missing Host");
+	/* The method before the body: a POST is refused for what it is,
+	 * not for carrying content. */
+	if (c->connect)
+		fail(c, 501, true, "CONNECT (no tunnels)");
+	else if (!c->served)
+		fail(c, 405, body, "method not allowed");
+	if (c->has_te)
+		fail(c, 411, true, "request body without Content-Length");
 	if (c->content_length > 0)
 		fail(c, 413, true, "request body not accepted");
 	return c->v;
@@ -265,4 +297,50 @@ struct proto_verdict proto_reqcheck(const char *method, const char *version,
 		proto_reqcheck_field(&c, h[i].name, h[i].namelen, h[i].value,
 		                     h[i].valuelen);
 	return proto_reqcheck_end(&c);
+}
+
+int proto_reqcheck_start(const char *buf, size_t len)
+{
+	static const char version[] = "HTTP/";
+	size_t i = 0, n;
+
+	/* empty lines before the request-line are ignored (RFC 9112 2.2) */
+	while (i < len && (buf[i] == '\r' || buf[i] == '\n')) {
+		if (buf[i] == '\r' && i + 1 < len && buf[i + 1] != '\n')
+			return 0;
+		i++;
+	}
+	/* method = token */
+	for (n = 0; i < len && buf[i] != ' '; i++, n++)
+		if (!tchar((unsigned char)buf[i]))
+			return 0;
+	if (i == len)
+		return 1;
+	if (!n)
+		return 0;
+	while (i < len && buf[i] == ' ')
+		i++;
+	/* request-target: visible bytes (the full checks come later) */
+	for (n = 0; i < len && buf[i] != ' '; i++, n++) {
+		unsigned char ch = (unsigned char)buf[i];
+
+		if (ch < 0x20 || ch == 0x7f)
+			return 0;       /* no HTTP-version: HTTP/0.9 or not HTTP */
+	}
+	while (i < len && buf[i] == ' ')
+		i++;
+	if (i == len)
+		return 1;
+	/* HTTP-version = "HTTP/" DIGIT "." DIGIT; which one is answered
+	 * later (505 for versions not served) */
+	for (n = 0; i < len && n < sizeof version - 1; i++, n++)
+		if (buf[i] != version[n])
+			return 0;
+	if (i < len && (buf[i] < '0' || buf[i] > '9'))
+		return 0;
+	if (++i < len && buf[i] != '.')
+		return 0;
+	if (++i < len && (buf[i] < '0' || buf[i] > '9'))
+		return 0;
+	return 1;
 }

@@ -17,17 +17,26 @@
  *  - a field name that is not a token, a value with a control byte other
  *    than HTAB (incl. CR/LF: traces of obs-fold or smuggling) -> 400,
  *    close.
- *  - Transfer-Encoding (any; we serve GET/HEAD and take no bodies):
- *    a coding we do not know (anything but chunked, gzip, x-gzip,
- *    deflate, compress, x-compress, identity) -> 501 (RFC 9112 6.1
- *    SHOULD), otherwise -> 400 (a request body we will not read); in
- *    HTTP/1.0, or together with Content-Length -> 400. Always close:
- *    the body's framing is unknown to us.
+ *  - Transfer-Encoding: a coding we do not know (anything but chunked,
+ *    gzip, x-gzip, deflate, compress, x-compress, identity) -> 501
+ *    (RFC 9112 6.1 SHOULD); in HTTP/1.0, together with Content-Length,
+ *    or chunked missing, repeated or not last -> 400 (RFC 9112 6.3).
  *  - Content-Length not a plain decimal, or several that differ
  *    ("5, 6", or two fields) -> 400, close (RFC 9112 6.3). Identical
  *    repeats are one value.
- *  - Content-Length > 0: a body this server never reads -> 413, close
- *    (the bytes would otherwise be parsed as the next request).
+ *  - CONNECT -> 501, close: RFC 9110 9.1 asks 501 for a method the
+ *    server does not implement, and a tunnel is not a resource that
+ *    could allow it. Its target must be authority-form (host:port),
+ *    which no other method may use (RFC 9112 3.2.3) -> 400.
+ *  - any method but GET, HEAD, OPTIONS -> 405 (the daemon adds Allow;
+ *    nginx does the same for POST on static files). The method is
+ *    judged before the body, so POST with content is 405, not 413.
+ *  - a body on a method we serve: chunked -> 411 (RFC 9112 6.3 MAY:
+ *    a client with an empty body can retry with Content-Length: 0);
+ *    Content-Length > 0 -> 413.
+ *  - whatever the status, a request with a body (Content-Length > 0
+ *    or Transfer-Encoding) closes the connection: the body is never
+ *    read, and its bytes would otherwise be parsed as the next request.
  *  - Expect other than "100-continue" (case-insensitive) -> 417.
  *  - request target longer than @max_target bytes -> 414; a target that
  *    is not origin-form or absolute-form ("*" only with OPTIONS) -> 400.
@@ -48,7 +57,11 @@ struct proto_verdict {
 struct proto_reqcheck {
 	struct proto_verdict v;
 	bool http11;
+	bool connect;           /* CONNECT */
+	bool served;            /* GET, HEAD, OPTIONS */
 	bool has_te;
+	bool te_chunked_last;   /* the last coding so far is chunked */
+	bool te_chunked_twice;
 	unsigned hosts;
 	long long content_length;       /* -1: none seen */
 };
@@ -82,5 +95,14 @@ struct proto_verdict proto_reqcheck(const char *method, const char *version,
                                     const char *target, size_t target_len,
                                     const struct proto_header *h, size_t n,
                                     size_t max_target);
+
+/**
+ * Whether @buf, the first @len bytes received on a connection, can begin
+ * an HTTP/1.x request: optional empty lines, a method token, SP, a
+ * target without control bytes, SP, "HTTP/" DIGIT "." DIGIT. Returns 1
+ * if so or if the bytes end before that can be told (a slow client), 0
+ * if no request can start so (TLS handshake, binary, "GARBAGE\r\n").
+ */
+int proto_reqcheck_start(const char *buf, size_t len);
 
 #endif

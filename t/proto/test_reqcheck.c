@@ -107,8 +107,14 @@ END_TEST
 
 START_TEST(framing)
 {
-	expect("TE chunked", GET("Host: a\nTransfer-Encoding: chunked"), 400, true);
-	expect("TE gzip, chunked", GET("Host: a\nTransfer-Encoding: gzip, chunked"), 400, true);
+	/* a body without Content-Length on a method we serve: 411 */
+	expect("TE chunked", GET("Host: a\nTransfer-Encoding: chunked"), 411, true);
+	expect("TE gzip, chunked", GET("Host: a\nTransfer-Encoding: gzip, chunked"), 411, true);
+	expect("TE two fields", GET("Host: a\nTransfer-Encoding: gzip\nTransfer-Encoding: chunked"), 411, true);
+	expect("TE chunked, gzip", GET("Host: a\nTransfer-Encoding: chunked, gzip"), 400, true);
+	expect("TE chunked twice", GET("Host: a\nTransfer-Encoding: chunked, chunked"), 400, true);
+	expect("TE gzip only", GET("Host: a\nTransfer-Encoding: gzip"), 400, true);
+	expect("TE chunked then gzip field", GET("Host: a\nTransfer-Encoding: chunked\nTransfer-Encoding: gzip"), 400, true);
 	expect("TE unknown", GET("Host: a\nTransfer-Encoding: foo"), 501, true);
 	expect("TE unknown in list", GET("Host: a\nTransfer-Encoding: chunked, foo"), 501, true);
 	expect("TE empty", GET("Host: a\nTransfer-Encoding: "), 501, true);
@@ -166,5 +172,58 @@ START_TEST(first_problem_wins_close_accumulates)
 }
 END_TEST
 
+START_TEST(methods)
+{
+	expect("POST", run("POST", "HTTP/1.1", "/", "Host: a"), 405, false);
+	expect("POST CL 0", run("POST", "HTTP/1.1", "/", "Host: a\nContent-Length: 0"), 405, false);
+	/* the method first, and a body not read closes */
+	expect("POST CL 5", run("POST", "HTTP/1.1", "/", "Host: a\nContent-Length: 5"), 405, true);
+	expect("POST chunked", run("POST", "HTTP/1.1", "/", "Host: a\nTransfer-Encoding: chunked"), 405, true);
+	expect("PUT", run("PUT", "HTTP/1.1", "/x", "Host: a\nContent-Length: 1"), 405, true);
+	expect("BREW", run("BREW", "HTTP/1.1", "/", "Host: a"), 405, false);
+	expect("lower-case get", run("get", "HTTP/1.1", "/", "Host: a"), 405, false);
+	/* framing errors stay 400 whatever the method */
+	expect("POST bad CL", run("POST", "HTTP/1.1", "/", "Host: a\nContent-Length: x"), 400, true);
+	expect("POST TE+CL", run("POST", "HTTP/1.1", "/",
+	                         "Host: a\nTransfer-Encoding: chunked\nContent-Length: 3"), 400, true);
+	expect("POST unknown TE", run("POST", "HTTP/1.1", "/", "Host: a\nTransfer-Encoding: foo"), 501, true);
+	expect("POST no Host", run("POST", "HTTP/1.1", "/", ""), 400, false);
+	/* CONNECT: authority-form parsed, then not implemented */
+	expect("CONNECT", run("CONNECT", "HTTP/1.1", "example.com:443", "Host: example.com:443"), 501, true);
+	expect("CONNECT v6", run("CONNECT", "HTTP/1.1", "[::1]:8443", "Host: a"), 501, true);
+	expect("CONNECT no port", run("CONNECT", "HTTP/1.1", "example.com", "Host: a"), 400, true);
+	expect("CONNECT empty port", run("CONNECT", "HTTP/1.1", "example.com:", "Host: a"), 400, true);
+	expect("CONNECT origin-form", run("CONNECT", "HTTP/1.1", "/", "Host: a"), 400, true);
+	expect("CONNECT path", run("CONNECT", "HTTP/1.1", "a:1/x", "Host: a"), 400, true);
+	expect("OWS around Host", GET("Host:  a \t"), 0, false);
+}
+END_TEST
+
+static int start(const char *s)
+{
+	return proto_reqcheck_start(s, strlen(s));
+}
+
+START_TEST(first_bytes)
+{
+	static const char *const http[] = { "GET / HTTP/1.1\r\n", "G", "GET",
+		"GET ", "GET /x", "GET /x ", "GET /x H", "GET /x HTTP/", "GET /x HTTP/1",
+		"GET /x HTTP/1.", "GET /x HTTP/1.1", "GET /x HTTP/2.0\r\n",
+		"\r\nGET / HTTP/1.1\r\n", "\r", "\n\r\nGET", "BREW /  HTTP/1.1",
+		"GET  /x HTTP/1.0", "OPTIONS * HTTP/1.1\r\n", "GET /caf\xc3\xa9 HTTP/1.1",
+		"CONNECT a:443 HTTP/1.1\r\n", "" };
+	static const char *const not_http[] = { "GARBAGE\r\n\r\n", "\x16\x03\x01",
+		"\xff\xfe", "GET\r\n", "GET /\r\n", "GET / HTTQ/1.1", "GET / http/1.1",
+		"GET / HTTP/x.1", "GET / HTTP/1-1", "GET / HTTP/1.x", " GET / HTTP/1.1",
+		"\rGET", "G(T / HTTP/1.1", "GET /\x01 HTTP/1.1", "SSH-2.0-OpenSSH_9.2\r\n" };
+
+	for (size_t i = 0; i < sizeof http / sizeof *http; i++)
+		ck_assert_msg(start(http[i]) == 1, "'%s' should pass", http[i]);
+	for (size_t i = 0; i < sizeof not_http / sizeof *not_http; i++)
+		ck_assert_msg(start(not_http[i]) == 0, "'%s' is not HTTP", not_http[i]);
+	ck_assert_int_eq(proto_reqcheck_start("\0\x01\x02\r\n", 5), 0);
+}
+END_TEST
+
 TMAIN("reqcheck", good, host, fields, framing, expect_and_target,
-      first_problem_wins_close_accumulates)
+      first_problem_wins_close_accumulates, methods, first_bytes)
