@@ -17,3 +17,14 @@ t_conf_test_conf_SOURCES = t/conf/test_conf.c
 t_conf_test_conf_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
 	-DSRCDIR='"$(abs_top_srcdir)"'
 t_conf_test_conf_LDADD = conf/libconf.la $(CHECK_LIBS)
+
+# libFuzzer target for the parser (run by `make fuzz-check`, proto.mk).
+FUZZ_TARGETS += t/conf/fuzz_conf
+EXTRA_DIST += t/conf/fuzz_conf.c t/conf/corpus
+t/conf/fuzz_conf: $(top_srcdir)/t/conf/fuzz_conf.c $(top_srcdir)/conf/conf.c config.h
+	@echo "  FUZZ     $@"; mkdir -p t/conf
+	$(AM_V_at)$(FUZZ_CC) $(FUZZ_CFLAGS) $(INIH_CFLAGS) $(top_srcdir)/conf/conf.c $< \
+		$(INIH_LIBS) -o $@
+fuzz-conf: t/conf/fuzz_conf
+CLEANFILES += t/conf/fuzz_conf
+.PHONY: fuzz-conf

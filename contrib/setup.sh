@@ -21,11 +21,13 @@ pkgs_build="build-essential autoconf automake libtool pkg-config
   liburing-dev libevent-dev libmicrohttpd-dev libinih-dev zlib1g-dev libxxhash-dev
   check libsubunit-dev"
 # Tests and benchmarks: real clients, peers, the FUSE test filesystem,
-# a browser for the listing page, and a cross compiler with qemu-user
-# so that the aarch64 context switch runs too (contrib/cross/).
+# a browser for the listing page, a cross compiler with qemu-user so
+# that the aarch64 context switch runs too (contrib/cross/), and clang
+# for the libFuzzer targets (its fuzzer runtime is only a Recommends).
 pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
   rclone chromium nodejs python3 procps iproute2 xz-utils logrotate
-  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  clang libclang-rt-14-dev"
 
 missing=()
 for p in $pkgs_build $( [ "$mode" = check ] && echo $pkgs_test ); do

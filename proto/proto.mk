@@ -50,22 +50,29 @@ t_proto_test_errpage_SOURCES = t/proto/test_errpage.c
 t_proto_test_errpage_CFLAGS = $(x__proto_test_cflags)
 t_proto_test_errpage_LDADD = $(x__proto_test_ldadd)
 
-# ---- libFuzzer harnesses (not in TESTS): `make fuzz-proto` with clang,
-# then e.g. t/proto/fuzz_url -max_total_time=60 ----
+# ---- libFuzzer targets (not in TESTS). `make fuzz-check` builds them
+# with clang and runs each for FUZZ_SECONDS (default 20) on a copy of its
+# seed corpus t/<dir>/corpus/<name>/ (t/proto/fuzz.sh; .ci/run does
+# this). One by hand: make fuzz-proto; t/proto/fuzz_url -max_total_time=60 ----
 FUZZ_CC = clang
+FUZZ_CFLAGS = -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=all -I$(top_srcdir) -I$(top_builddir)
 x__proto_fuzz = url range reqcheck httpdate listing
 x__proto_srcs = $(filter %.c,$(proto_libproto_la_SOURCES))
-EXTRA_DIST += $(x__proto_fuzz:%=t/proto/fuzz_%.c)
-fuzz-proto: config.h
-	@for f in $(x__proto_fuzz); do \
-	  echo "  FUZZ     t/proto/fuzz_$$f"; mkdir -p t/proto; \
-	  $(FUZZ_CC) -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
-	    -I$(top_srcdir) -I$(top_builddir) \
-	    $(x__proto_srcs:%=$(top_srcdir)/%) $(top_srcdir)/t/proto/fuzz_$$f.c \
-	    -o t/proto/fuzz_$$f || exit 1; \
-	done
+FUZZ_TARGETS = $(x__proto_fuzz:%=t/proto/fuzz_%)
+EXTRA_DIST += $(x__proto_fuzz:%=t/proto/fuzz_%.c) t/proto/fuzz.sh t/proto/corpus
+$(x__proto_fuzz:%=t/proto/fuzz_%): t/proto/fuzz_%: $(top_srcdir)/t/proto/fuzz_%.c \
+		$(x__proto_srcs:%=$(top_srcdir)/%) config.h
+	@echo "  FUZZ     $@"; mkdir -p t/proto
+	$(AM_V_at)$(FUZZ_CC) $(FUZZ_CFLAGS) $(x__proto_srcs:%=$(top_srcdir)/%) $< -o $@
+fuzz-proto: $(x__proto_fuzz:%=t/proto/fuzz_%)
+fuzz-check: fuzz-proto fuzz-conf
+	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(top_srcdir)/t/proto/fuzz.sh $(FUZZ_TARGETS)
 CLEANFILES += $(x__proto_fuzz:%=t/proto/fuzz_%)
-.PHONY: fuzz-proto
+clean-local: clean-fuzz
+clean-fuzz:
+	rm -rf t/proto/fuzz-artifacts t/conf/fuzz-artifacts
+.PHONY: fuzz-proto fuzz-check clean-fuzz
 t_proto_test_accept_SOURCES = t/proto/test_accept.c
 t_proto_test_accept_CFLAGS = $(x__proto_test_cflags)
 t_proto_test_accept_LDADD = $(x__proto_test_ldadd)

@@ -1,5 +1,7 @@
-/* libFuzzer harness: proto_reqcheck. Input: the target on the first
- * line, then "name:value" lines. */
+/* libFuzzer harness: proto_reqcheck and proto_reqcheck_start. Input:
+ * the target on the first line, then "name:value" lines; the method and
+ * version come from the input's size. The whole input is also taken as
+ * a connection's first bytes. */
 #include "first.h"
 
 #include <stdint.h>
@@ -17,8 +19,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nl = memchr(p, '\n', size);
 	if (!nl)
 		nl = end;
-	proto_reqcheck_begin(&c, size & 1 ? "GET" : "OPTIONS",
-	                     size & 2 ? "HTTP/1.1" : "HTTP/1.0", p,
+	static const char *const methods[] = { "GET", "OPTIONS", "POST", "CONNECT" };
+	const char *method = methods[size & 3];
+
+	if (proto_reqcheck_start(p, size) != 0 && proto_reqcheck_start(p, size) != 1)
+		abort();
+	proto_reqcheck_begin(&c, method, size & 4 ? "HTTP/1.1" : "HTTP/1.0", p,
 	                     (size_t)(nl - p), 64);
 	p = nl < end ? nl + 1 : end;
 	while (p < end) {
@@ -37,10 +43,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!v.reason || (v.status != 0) != (v.reason[0] != 0))
 		abort();
 	switch (v.status) {
-	case 0: case 400: case 413: case 414: case 417: case 501:
+	case 0: case 400: case 411: case 413: case 414: case 417: case 501:
+		break;
+	case 405:       /* only for the methods not served */
+		if (strcmp(method, "POST"))
+			abort();
 		break;
 	default:
 		abort();
 	}
+	/* a body never read always closes */
+	if ((c.has_te || c.content_length > 0) && !v.close_connection)
+		abort();
+	if (!strcmp(method, "CONNECT") && v.status != 400 && v.status != 501 &&
+	    v.status != 414 && v.status != 417)
+		abort();
 	return 0;
 }
