@@ -97,6 +97,17 @@ checks() {
 	check "pipelined: two responses" 2 "$(printf '%s' "$out" | grep -c '^HTTP/1.1 200')"
 	check_match "pipelined: second body" "inner" "$out"
 
+	# a NUL in a later request on the connection (the first bytes of a
+	# connection are checked before libmicrohttpd reads them; these are
+	# caught in what it leaves of the request-line)
+	local second
+	for second in "GET /hello.txt\x00.gz HTTP/1.1" "GE\x00T /hello.txt HTTP/1.1"; do
+		out=$(raw "GET /hello.txt HTTP/1.1\r\n${H}\r\n${second}\r\n${H}\r\n" | tr -d '\r')
+		check "NUL in a second request-line: 200, then 400" "200 400" \
+			"$(printf '%s\n' "$out" | awk '/^HTTP\/1.1/ {printf "%s%s", sep, $2; sep=" "}')"
+		check_match "NUL in a second request-line: closed" "<closed>" "$out"
+	done
+
 	check "still serving" hello "$(curl -s "$URL/hello.txt")"
 	kill -0 "$DPID" && ok "daemon alive" || not_ok "daemon died"
 }
