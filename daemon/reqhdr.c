@@ -173,6 +173,18 @@ static bool request_line_ok(const struct fsd_req *rq, const char *method,
 	return !*version || url + strlen(rq->uri) + 1 == version;
 }
 
+/* The last line of the head: its terminator, then the empty line's. */
+static bool last_line_ok(const struct collect *c, struct MHD_Connection *conn,
+                         const char *method)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (!c->line_end)
+		return true;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	return !ci || line_gap_ok(c->line_end, method + ci->header_size, 2, 4);
+}
+
 int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
                        const char *method, const char *url,
                        const char *version)
@@ -213,20 +225,12 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
 		rq->close = true;
 		return 400;
 	}
-	if (!c.nul && c.line_end) {
-		/* the last line: its terminator, then the empty line's */
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-
-		if (ci && !line_gap_ok(c.line_end, method + ci->header_size, 2, 4))
-			c.nul = true;
-	}
-	if (c.nul) {
-		rq->close = true;
-		fsd_log(LOG_INFO, "%s: 400: NUL byte in the request head", rq->addr[0] ? rq->addr : "client");
-		return 400;
-	}
 	struct proto_verdict v = proto_reqcheck_end(&c.chk);
+	if (c.nul || !last_line_ok(&c, conn, method)) {
+		v.status = 400;
+		v.close_connection = true;
+		v.reason = "NUL byte in the request head";
+	}
 	/* libmicrohttpd's pool is request_header_max + FSD_POOL_SLACK
 	 * (worker.c): heads beyond that get its own 431 (or 414); ours
 	 * makes the limit the configured one. */
