@@ -430,6 +430,7 @@ static int server_key(struct load *ld, const char *name, const char *v)
 	UINT("request_header_max", request_header_max, 1024, 1ULL << 20, true)
 	UINT("fcache_entries", fcache_entries, 0, 1000000, false)
 	UINT("fcache_bytes", fcache_bytes, 0, 1ULL << 40, true)
+	UINT("fcache_watches", fcache_watches, 0, 1000000, false)
 	BAD("unknown key '%s' in [server]", name);
 #undef STR
 #undef UINT

@@ -79,6 +79,7 @@ struct conf {
 	size_t request_header_max;    /**< request line + header fields, bytes; more: 431 (default 8192) */
 	unsigned fcache_entries;      /**< small-file cache entries per worker, 0: off (default 2048) */
 	size_t fcache_bytes;          /**< small-file cache body bytes per worker (default 32 MiB) */
+	unsigned fcache_watches;      /**< small-file cache inotify watches per worker, 0: derived (default) */
 	struct conf_listing listing;
 	struct conf_dir *dirs;        /**< ndirs [dir] sections, longest path first after validate */
 	size_t ndirs;

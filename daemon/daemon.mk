@@ -49,7 +49,9 @@ dist_check_SCRIPTS += t/browser/listing-browser.sh
 EXTRA_DIST += t/browser/listing-browser.mjs t/browser/package.json t/browser/package-lock.json
 
 # --- fcache (PERF) ---
-fileserverd_SOURCES += daemon/fcache.c daemon/fcache.h
-FCACHE_IT = t/daemon/fcache.sh
+fileserverd_SOURCES += daemon/fcache.c daemon/fcache.h daemon/fcache_watch.c daemon/fcache_int.h
+FCACHE_IT = t/daemon/fcache.sh t/daemon/fcache-links.sh t/daemon/fcache-ns.sh \
+	t/daemon/fcache-watches.sh t/daemon/fcache-enospc.sh
 TESTS += $(FCACHE_IT)
 dist_check_SCRIPTS += $(FCACHE_IT)
+EXTRA_DIST += t/daemon/fcache-hits.py

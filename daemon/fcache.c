@@ -1,56 +1,57 @@
 #include "first.h"
 
 #include "daemon/fcache.h"
+#include "daemon/fcache_int.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <fibril/async.h>
 #include <fibril/lookup.h>
-#include <liburing.h>
-#include <poll.h>
 
 #include "proto/cond.h"
 #include "proto/etag.h"
 #include "proto/httpdate.h"
 
-/* Per worker, fsd.conf.fcache_entries and fcache_bytes at most. An
- * inotify event scans every entry (events are rare next to hits). */
+/* Directories on a cached path, the root included, at most. */
 #define MAX_DEPTH     32u
-#define NWATCH_SLOTS  4096u           /* open addressing on wd */
-
-#define WATCH_MASK (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | \
-                    IN_MOVED_TO | IN_DELETE | IN_CREATE | IN_DELETE_SELF |  \
-                    IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+/* Entries a fill may evict when the kernel (not our budget) refuses a
+ * watch: other processes of the user may hold the rest, and emptying
+ * the whole cache for one file would not help them or us. */
+#define MAX_KERNEL_EVICT 16u
 
 struct entry {
 	struct entry *hnext;            /* bucket chain */
 	struct entry *prev, *next;      /* LRU, most recent first */
+	struct entry *doomed_next;      /* hit by an event, dropped after the sync */
+	bool doomed;
+	bool verified;                  /* filled, and no event since its watches */
+	bool no_sidecars;               /* FILE.br, .zst, .gz absent: serves Accept-Encoding too */
 	uint64_t hash;
-	struct blob *body;              /* our reference */
+	uint64_t gen;                   /* to recognise ours after parking */
+	struct blob *body;              /* our reference; NULL until filled */
 	struct shared *ok;              /* the 200 response, made on the first hit */
 	size_t len;
 	const char *ctype;              /* static (mime table) */
-	bool verified;
-	bool no_sidecars;               /* FILE.br, .zst, .gz absent: serves Accept-Encoding too */
-	uint64_t gen;                  /* second lookup done after the watches */
 	time_t mtime;
 	char etag[PROTO_ETAG_MAX];
 	char lastmod[PROTO_HTTPDATE_LEN];
-	unsigned depth;                 /* watched dirs: root .. file's dir */
-	int wd[MAX_DEPTH];
-	char key[];                     /* relative path, NUL-terminated */
+	unsigned ndeps;                 /* directories root .. file's, then the file */
+	struct fcw_dep *dep;            /* in the same allocation */
+	char *key;                      /* relative path, likewise */
 };
 
 /* A body shared by the entry and the responses still being sent; MHD
@@ -81,21 +82,15 @@ static void shared_put(void *arg)
 	}
 }
 
-struct watch { int wd; unsigned refs; };
-
 struct fcache {
-	int ifd;
 	struct entry **bucket;
 	size_t nbuckets;                /* power of two, >= the entry limit */
 	struct entry *lru_head, *lru_tail;
+	struct entry *doomed;
 	unsigned n;
 	size_t bytes;
-	struct watch w[NWATCH_SLOTS];
-	unsigned nwatch;
-	uint64_t mnt_id;                /* the root's mount */
-	uint64_t gen;                   /* entries made, to recognise ours after parking */
-	bool ring_ok;                   /* ifd's readiness is watched by ring */
-	struct io_uring ring;           /* one multishot poll on ifd, nothing else */
+	unsigned budget;                /* inotify watches */
+	uint64_t gen;                   /* entries made */
 };
 
 static __thread struct fcache *fc;
@@ -115,67 +110,6 @@ static uint64_t hash_str(const char *s)
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
 	return h;
-}
-
-/* ---- watches: refcounted by wd (the kernel returns the same wd for the
- * same directory inode) ---- */
-
-static struct watch *watch_slot(int wd, bool insert)
-{
-	unsigned i = (unsigned)wd * 2654435761u % NWATCH_SLOTS;
-
-	for (unsigned k = 0; k < NWATCH_SLOTS; k++, i = (i + 1) % NWATCH_SLOTS) {
-		if (fc->w[i].wd == wd)
-			return &fc->w[i];
-		if (fc->w[i].wd == -1)
-			return insert ? &fc->w[i] : NULL;
-	}
-	return NULL;
-}
-
-/* Backward-shift deletion keeps the probe chains intact. */
-static void watch_erase(struct watch *s)
-{
-	unsigned i = (unsigned)(s - fc->w);
-
-	s->wd = -1;
-	for (unsigned j = (i + 1) % NWATCH_SLOTS; fc->w[j].wd != -1; j = (j + 1) % NWATCH_SLOTS) {
-		unsigned home = (unsigned)fc->w[j].wd * 2654435761u % NWATCH_SLOTS;
-		/* can j's entry move to the hole at i? */
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			fc->w[i] = fc->w[j];
-			fc->w[j].wd = -1;
-			i = j;
-		}
-	}
-	fc->nwatch--;
-}
-
-static void watch_unref(int wd)
-{
-	struct watch *s = watch_slot(wd, false);
-
-	if (!s || --s->refs)
-		return;
-	inotify_rm_watch(fc->ifd, wd);
-	watch_erase(s);
-}
-
-static int watch_ref(int wd)
-{
-	struct watch *s = watch_slot(wd, true);
-
-	if (!s)
-		return -ENOSPC;
-	if (s->wd == -1) {
-		if (fc->nwatch + 1 >= NWATCH_SLOTS * 3 / 4)
-			return -ENOSPC;
-		s->wd = wd;
-		s->refs = 0;
-		fc->nwatch++;
-	}
-	s->refs++;
-	return 0;
 }
 
 /* ---- entries ---- */
@@ -214,12 +148,13 @@ static void entry_drop(struct entry *e)
 	lru_unlink(e);
 	fc->n--;
 	fc->bytes -= e->len;
-	for (unsigned i = 0; i < e->depth; i++)
-		watch_unref(e->wd[i]);
+	for (unsigned i = 0; i < e->ndeps; i++)
+		fcw_unwatch(&e->dep[i]);
 	/* Responses still being sent keep the body alive. */
 	if (e->ok)
 		shared_put(e->ok);
-	blob_unref(e->body);
+	if (e->body)
+		blob_unref(e->body);
 	free(e);
 }
 
@@ -227,6 +162,19 @@ static void drop_all(void)
 {
 	while (fc->lru_head)
 		entry_drop(fc->lru_head);
+}
+
+/* Drops the least recently used entry other than @keep; false if none. */
+static bool evict(const struct entry *keep)
+{
+	struct entry *e = fc->lru_tail;
+
+	while (e && e == keep)
+		e = e->prev;
+	if (!e)
+		return false;
+	entry_drop(e);
+	return true;
 }
 
 static struct entry *find(const char *key, uint64_t h)
@@ -237,152 +185,32 @@ static struct entry *find(const char *key, uint64_t h)
 	return NULL;
 }
 
-/* Is @name the file @c (@cl bytes) or one of its sidecars? */
-static bool names_file(const char *name, const char *c, size_t cl)
+/* fcw_sync()'s callback: only marks, the dependency lists are being
+ * walked. */
+static void fire(struct fcw_dep *d)
 {
-	size_t nl = strlen(name);
+	struct entry *e = d->owner;
 
-	if (nl < cl || memcmp(name, c, cl))
-		return false;
-	if (nl == cl)
-		return true;
-	for (size_t i = 0; i < FSD_NSIDECARS; i++)
-		if (!strcmp(name + cl, fsd_sidecars[i].ext))
-			return true;
-	return false;
-}
-
-/* Does @e depend on @wd for the name @name (NULL: the directory itself)?
- * In the file's own directory its sidecars' names count too: an entry
- * that answers Accept-Encoding requests must go when one appears. */
-static bool depends(const struct entry *e, int wd, const char *name)
-{
-	const char *c = e->key;
-
-	for (unsigned i = 0; i < e->depth; i++) {
-		const char *end = strchr(c, '/');
-		size_t cl = end ? (size_t)(end - c) : strlen(c);
-		if (e->wd[i] == wd &&
-		    (!name || (end ? strlen(name) == cl && !memcmp(name, c, cl)
-		                   : names_file(name, c, cl))))
-			return true;
-		if (!end)
-			break;
-		c = end + 1;
-	}
-	return false;
-}
-
-static void on_event(int wd, const char *name)
-{
-	for (struct entry *e = fc->lru_head, *nx; e; e = nx) {
-		nx = e->next;
-		if (depends(e, wd, name))
-			entry_drop(e);
+	if (!e->doomed) {
+		e->doomed = true;
+		e->doomed_next = fc->doomed;
+		fc->doomed = e;
 	}
 }
 
-/* Reads every queued event (one read returning EAGAIN when none). A
- * failed read leaves us unsure of what changed: drop everything. */
-static void drain(void)
+/* Applies every change reported since the last sync (@force: read the
+ * inotify queue even if the ring has posted nothing). */
+static void sync_events(bool force)
 {
-	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int all = fcw_sync(force);
+	struct entry *e;
 
-	for (;;) {
-		ssize_t n = read(fc->ifd, buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n <= 0) {
-			drop_all();
-			return;
-		}
-		for (char *p = buf; p < buf + n;) {
-			const struct inotify_event *ev = (const void *)p;
-			if (ev->mask & IN_Q_OVERFLOW)
-				drop_all();
-			else if (ev->len && !(ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)))
-				on_event(ev->wd, ev->name);
-			else
-				on_event(ev->wd, NULL);
-			p += sizeof *ev + ev->len;
-		}
-		if ((size_t)n < sizeof buf - sizeof(struct inotify_event) - NAME_MAX - 1)
-			return;     /* short read: the queue is empty */
+	while ((e = fc->doomed)) {
+		fc->doomed = e->doomed_next;
+		entry_drop(e);
 	}
-}
-
-/*
- * Knowing that the inotify queue is empty without a system call.
- *
- * A multishot poll on the inotify fd lives in a small io_uring of our
- * own, set up without IORING_SETUP_DEFER_TASKRUN. When a change queues an
- * event, the writer's system call wakes the poll before it returns; the
- * wake-up queues task work on this worker thread (TIF_NOTIFY_SIGNAL),
- * which the kernel runs, posting the CQE, before this thread next
- * returns to user space from any system call. The recv() that read the
- * request returned after the change did (the client saw the change
- * return before it sent the request), so by the time the request is
- * served the CQE is in the CQ: reading the CQ tail from memory replaces
- * the read of the inotify fd that each hit made before (one syscall of
- * three on a hit: recv, read, send). Without the ring (io_uring off, or
- * a poll error) every hit drains the fd as before.
- */
-static void ring_arm(void)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&fc->ring);
-
-	if (sqe) {
-		io_uring_prep_poll_multishot(sqe, fc->ifd, POLLIN);
-		if (io_uring_submit(&fc->ring) == 1)
-			return;
-	}
-	/* Cannot watch: fall back to a read per hit. */
-	io_uring_queue_exit(&fc->ring);
-	fc->ring_ok = false;
-}
-
-static void ring_init(void)
-{
-	/* COOP_TASKRUN: no IPI for the wake-up; the task work still runs on
-	 * this thread's next return from the kernel, which is all we need. */
-	if (io_uring_queue_init(4, &fc->ring, IORING_SETUP_COOP_TASKRUN) < 0 &&
-	    io_uring_queue_init(4, &fc->ring, 0) < 0)
-		return;
-	fc->ring_ok = true;
-	ring_arm();
-}
-
-/* Drains the inotify fd if the ring says it became readable (or always,
- * without the ring). */
-static void sync_events(void)
-{
-	struct io_uring_cqe *cqe;
-	bool rearm = false, seen = false;
-
-	if (fc->ring_ok) {
-		if (!io_uring_cq_ready(&fc->ring))
-			return;
-		while (io_uring_peek_cqe(&fc->ring, &cqe) == 0) {
-			if (cqe->res < 0 && cqe->res != -ECANCELED) {
-				/* The poll cannot be trusted: a read per hit. */
-				io_uring_queue_exit(&fc->ring);
-				fc->ring_ok = false;
-				drain();
-				return;
-			}
-			if (!(cqe->flags & IORING_CQE_F_MORE))
-				rearm = true;
-			io_uring_cqe_seen(&fc->ring, cqe);
-			seen = true;
-		}
-		if (rearm)
-			ring_arm();
-		if (!seen)
-			return;
-	}
-	drain();
+	if (all)
+		drop_all();
 }
 
 /* Filesystems where every change to a file goes through this kernel's
@@ -402,10 +230,28 @@ static bool local_fs(long type)
 	return false;
 }
 
+/* fcache_watches, or half of what the kernel lets this user watch,
+ * shared by the workers (other programs of the same user need some). */
+static unsigned watch_budget(void)
+{
+	unsigned long max = 8192;
+	unsigned workers = fsd.conf.workers ? fsd.conf.workers : 1;
+	FILE *f;
+
+	if (fsd.conf.fcache_watches)
+		return fsd.conf.fcache_watches;
+	if ((f = fopen("/proc/sys/fs/inotify/max_user_watches", "re"))) {
+		if (fscanf(f, "%lu", &max) != 1)
+			max = 8192;
+		fclose(f);
+	}
+	max = max / 2 / workers;
+	return max < 1 ? 1 : max > (1u << 20) ? (1u << 20) : (unsigned)max;
+}
+
 int fsd_fcache_init(void)
 {
 	struct statfs sf;
-	struct statx sx;
 	const char *env = getenv("FSD_FCACHE");
 
 	if (fc)
@@ -422,11 +268,6 @@ int fsd_fcache_init(void)
 		log_once("the root's filesystem does not report remote changes to inotify", 0);
 		return -EOPNOTSUPP;
 	}
-	if (statx(fsd.rootfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0 ||
-	    !(sx.stx_mask & STATX_MNT_ID)) {
-		log_once("no mount id for the root", errno);
-		return -EOPNOTSUPP;
-	}
 	fc = calloc(1, sizeof *fc);
 	if (!fc)
 		return -ENOMEM;
@@ -434,24 +275,15 @@ int fsd_fcache_init(void)
 	while (fc->nbuckets < fsd.conf.fcache_entries)
 		fc->nbuckets *= 2;
 	fc->bucket = calloc(fc->nbuckets, sizeof *fc->bucket);
-	if (!fc->bucket) {
-		free(fc);
-		fc = NULL;
-		return -ENOMEM;
-	}
-	fc->mnt_id = sx.stx_mnt_id;
-	for (unsigned i = 0; i < NWATCH_SLOTS; i++)
-		fc->w[i].wd = -1;
-	fc->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (fc->ifd < 0) {
-		int e = errno;
-		log_once("inotify_init1", e);
+	fc->budget = watch_budget();
+	int r = fc->bucket ? fcw_init(fc->budget, fire) : -ENOMEM;
+	if (r < 0) {
+		log_once("inotify or the mount table", -r);
 		free(fc->bucket);
 		free(fc);
 		fc = NULL;
-		return -e;
+		return r;
 	}
-	ring_init();
 	return 0;
 }
 
@@ -460,20 +292,10 @@ void fsd_fcache_fini(void)
 	if (!fc)
 		return;
 	drop_all();
-	if (fc->ring_ok)
-		io_uring_queue_exit(&fc->ring);
-	close(fc->ifd);
+	fcw_fini();
 	free(fc->bucket);
 	free(fc);
 	fc = NULL;
-}
-
-/* Watches running out (or any other failure) disables the cache for
- * this worker: a cache that cannot watch cannot be trusted. */
-static void disable(const char *why, int err)
-{
-	log_once(why, err);
-	fsd_fcache_fini();
 }
 
 bool fsd_fcache_active(void)
@@ -538,7 +360,7 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	uint64_t h = hash_str(rel);
 	if (!find_usable(rel, h, ae))
 		return 1;
-	sync_events();
+	sync_events(false);
 	if (!fc || !(e = find_usable(rel, h, ae)))
 		return 1;
 	lru_unlink(e);
@@ -586,145 +408,214 @@ static bool sidecars_exist(struct fsd_req *rq, const char *rel)
 	return false;
 }
 
-static bool same_file(const struct statx *a, const struct statx *b)
+/* fcw_watch(), making room when the budget or the kernel is out of
+ * watches: the least recently used entries go (never @keep). */
+static int watch_evicting(int fd, bool dir, struct fcw_dep *d, const struct entry *keep)
 {
-	return a->stx_ino == b->stx_ino && a->stx_dev_major == b->stx_dev_major &&
-	       a->stx_dev_minor == b->stx_dev_minor && a->stx_size == b->stx_size &&
-	       a->stx_mode == b->stx_mode &&
-	       a->stx_mtime.tv_sec == b->stx_mtime.tv_sec &&
-	       a->stx_mtime.tv_nsec == b->stx_mtime.tv_nsec &&
-	       a->stx_ctime.tv_sec == b->stx_ctime.tv_sec &&
-	       a->stx_ctime.tv_nsec == b->stx_ctime.tv_nsec;
-}
-
-/* Watches root .. the file's directory; intermediate symlinks fail
- * (IN_DONT_FOLLOW | IN_ONLYDIR), so a cached path has none. Returns the
- * depth, 0 if the path is not cacheable, or -errno when watching itself
- * failed (the cache then turns off). */
-static int add_watches(const char *rel, int *wd)
-{
-	char path[PATH_MAX];
-	int n = snprintf(path, sizeof path, "/proc/self/fd/%d", fsd.rootfd);
-	unsigned depth = 0;
-	const char *c = rel;
+	unsigned kernel = 0;
 
 	for (;;) {
-		/* level 0 is the root through its magic link, which must be followed */
-		int w = inotify_add_watch(fc->ifd, path,
-		                          depth ? WATCH_MASK : WATCH_MASK & ~IN_DONT_FOLLOW);
-		int err = errno;
-		if (w < 0 || watch_ref(w) < 0) {
-			for (unsigned i = 0; i < depth; i++)
-				watch_unref(wd[i]);
-			if (w >= 0) {
-				if (!watch_slot(w, false))
-					inotify_rm_watch(fc->ifd, w);
-				return -ENOSPC;
-			}
-			return err == ENOSPC || err == ENOMEM || err == EMFILE ? -err : 0;
-		}
-		wd[depth++] = w;
+		int r = fcw_watch(fd, dir, d);
+		if (r != -ENOSPC)
+			return r;
+		if (fcw_count() < fc->budget && ++kernel > MAX_KERNEL_EVICT)
+			return r;
+		if (!evict(keep))
+			return r;
+	}
+}
+
+/* Opens @name in @dirfd without blocking and without leaving the
+ * root's mount or following a symlink: the path was just looked up, so
+ * it is in the dentry cache (-EAGAIN when not: not cached this time). */
+static int open_cached(int dirfd, const char *name, size_t len, int flags)
+{
+	char comp[NAME_MAX + 1];
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.resolve = RESOLVE_CACHED | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS |
+		           RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+	};
+
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(comp, name, len);
+	comp[len] = 0;
+	long fd = syscall(SYS_openat2, dirfd, comp, &how, sizeof how);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* Watches every directory of @e's path, from the root down, each before
+ * the next component is looked up in it (so a swap after its lookup is
+ * an event), then the file's inode. Returns an O_PATH fd of the file,
+ * watched, or -errno. */
+static int watch_path(struct entry *e)
+{
+	int fd = openat(fsd.rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const char *c = e->key;
+
+	for (unsigned i = 0; fd >= 0; i++) {
 		const char *end = strchr(c, '/');
-		if (!end)
-			return (int)depth;
-		if (depth == MAX_DEPTH || n + 1 + (end - c) >= (int)sizeof path) {
-			for (unsigned i = 0; i < depth; i++)
-				watch_unref(wd[i]);
-			return 0;
+		size_t cl = end ? (size_t)(end - c) : strlen(c);
+		e->dep[i] = (struct fcw_dep){ .owner = e, .name = c, .len = cl, .sidecars = !end };
+		int r = watch_evicting(fd, true, &e->dep[i], e);
+		int next = r < 0 ? r : open_cached(fd, c, cl, end ? O_RDONLY | O_DIRECTORY : O_PATH);
+		close(fd);
+		if (next < 0 || !end) {
+			fd = next;
+			break;
 		}
-		n += snprintf(path + n, sizeof path - (size_t)n, "/%.*s", (int)(end - c), c);
+		fd = next;
 		c = end + 1;
 	}
+	if (fd < 0)
+		return fd == -1 ? -errno : fd;
+	e->dep[e->ndeps - 1] = (struct fcw_dep){ .owner = e };
+	int r = watch_evicting(fd, false, &e->dep[e->ndeps - 1], e);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Is @e still the entry made as @gen for @rel (not dropped while its
+ * fibril was parked)? */
+static bool still(struct entry *e, const char *rel, uint64_t h, uint64_t gen)
+{
+	return fc && find(rel, h) == e && e->gen == gen && !e->doomed;
+}
+
+/* Reads @size bytes of the file open as @pfd (O_PATH) into a new blob,
+ * parking the fibril. NULL on a short read or an error. */
+static struct blob *read_body(int pfd, size_t size)
+{
+	char path[40];
+	struct blob *b = malloc(sizeof *b + (size ? size : 1));
+	size_t got = 0;
+	long r = 0;
+
+	snprintf(path, sizeof path, "/proc/self/fd/%d", pfd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (!b || fd < 0) {
+		free(b);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	while (got < size && (r = fibril_pread(fd, b->data + got, size - got, (int64_t)got)) > 0)
+		got += (size_t)r;
+	close(fd);
+	if (got < size) {
+		free(b);
+		return NULL;
+	}
+	b->refs = 1;
+	return b;
+}
+
+/* Fills @e (in the table, unverified, its dependencies unlinked) from
+ * the file as it is once every watch exists: the statx and the bytes
+ * kept are taken after the file's inode and every directory above it
+ * are watched, so a change at any later time is an event that drops
+ * the entry. Returns false if @e must go (if it is still ours). */
+static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
+{
+	struct statx sx;
+	uint64_t gen = e->gen, h = e->hash;
+	int fd = watch_path(e);
+
+	if (fd < 0)
+		return false;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) < 0 ||
+	    !S_ISREG(sx.stx_mode) || sx.stx_size > fsd.conf.small_file_max ||
+	    sx.stx_size > fsd.conf.fcache_bytes / 4 ||
+	    proto_httpdate_format((time_t)sx.stx_mtime.tv_sec, e->lastmod) < 0) {
+		close(fd);
+		return false;
+	}
+	struct blob *b = read_body(fd, (size_t)sx.stx_size);
+	close(fd);
+	if (!b || !still(e, rel, h, gen)) {
+		if (b)
+			free(b);
+		return !b;      /* gone meanwhile: nothing of ours to drop */
+	}
+	e->body = b;
+	e->len = (size_t)sx.stx_size;
+	fc->bytes += e->len;
+	e->mtime = (time_t)sx.stx_mtime.tv_sec;
+	proto_etag_make(sx.stx_ino, sx.stx_size, sx.stx_mtime.tv_sec,
+	                sx.stx_mtime.tv_nsec, NULL, e->etag);
+	while (fc->bytes > fsd.conf.fcache_bytes && evict(e))
+		;
+	/* with the watches in place, a sidecar created later is an event */
+	bool none = fsd.conf.sidecars && !sidecars_exist(rq, rel);
+	if (!still(e, rel, h, gen))
+		return true;
+	e->no_sidecars = none;
+	return true;
 }
 
 void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx,
                     const void *buf, size_t len)
 {
 	struct entry *e;
-	int wd[MAX_DEPTH];
-	char lastmod[PROTO_HTTPDATE_LEN];
+	unsigned ndirs = 1;
 
+	/* The bytes static.c read came before our watches: the entry is
+	 * filled by fill() instead, after them. */
+	(void)buf;
 	if (!fc || rq->method != FSD_M_GET || !*rel || len != stx->stx_size ||
 	    len > fsd.conf.small_file_max || len > fsd.conf.fcache_bytes / 4 ||
-	    !S_ISREG(stx->stx_mode) || stx->stx_nlink != 1 ||
-	    proto_httpdate_format((time_t)stx->stx_mtime.tv_sec, lastmod) < 0)
+	    !S_ISREG(stx->stx_mode))
 		return;
-	drain();
-	if (!fc)
-		return;
+	sync_events(true);
 	uint64_t h = hash_str(rel);
-	/* A file with a sidecar the client did not get (older than FILE, or
-	 * a coding it does not accept): its entry, good for requests without
-	 * Accept-Encoding, stays as it is instead of being made again for
-	 * every such request. */
-	if ((e = find(rel, h)) && e->verified && !e->no_sidecars &&
-	    fsd.conf.sidecars && rq->h.accept_encoding)
+	/* Being filled by another request; or a file with a sidecar the
+	 * client did not get (older than FILE, or a coding it does not
+	 * accept): its entry, good for requests without Accept-Encoding,
+	 * stays as it is instead of being made again for every such
+	 * request. */
+	if ((e = find(rel, h)) &&
+	    (!e->verified || (!e->no_sidecars && fsd.conf.sidecars && rq->h.accept_encoding)))
 		return;
 	if (e)
 		entry_drop(e);
-	int depth = add_watches(rel, wd);
-	if (depth < 0) {
-		disable("inotify_add_watch", -depth);
-		return;
-	}
-	if (!depth)
+	for (const char *p = rel; (p = strchr(p, '/')); p++)
+		ndirs++;
+	if (ndirs > MAX_DEPTH || ndirs + 1 > fc->budget)
 		return;
 	size_t kl = strlen(rel);
-	e = malloc(sizeof *e + kl + 1);
-	struct blob *b = malloc(sizeof *b + (len ? len : 1));
-	if (!e || !b) {
-		free(e);
-		free(b);
-		for (int i = 0; i < depth; i++)
-			watch_unref(wd[i]);
+	e = malloc(sizeof *e + (ndirs + 1) * sizeof *e->dep + kl + 1);
+	if (!e)
 		return;
-	}
-	b->refs = 1;
-	memcpy(b->data, buf, len);
+	while (fc->n && fc->n >= fsd.conf.fcache_entries)
+		evict(NULL);
 	memset(e, 0, sizeof *e);
+	e->ndeps = ndirs + 1;
+	e->dep = (struct fcw_dep *)(e + 1);
+	memset(e->dep, 0, e->ndeps * sizeof *e->dep);
+	e->key = (char *)(e->dep + e->ndeps);
 	memcpy(e->key, rel, kl + 1);
 	e->hash = h;
-	e->body = b;
-	e->len = len;
 	e->gen = ++fc->gen;
-	e->mtime = (time_t)stx->stx_mtime.tv_sec;
-	memcpy(e->lastmod, lastmod, sizeof lastmod);
-	proto_etag_make(stx->stx_ino, stx->stx_size, stx->stx_mtime.tv_sec,
-	                stx->stx_mtime.tv_nsec, NULL, e->etag);
 	const char *slash = strrchr(rel, '/');
 	e->ctype = fsd_mime_type(slash ? slash + 1 : rel);
-	e->depth = (unsigned)depth;
-	memcpy(e->wd, wd, (size_t)depth * sizeof *wd);
-	while (fc->n && (fc->n >= fsd.conf.fcache_entries ||
-	                 fc->bytes + len > fsd.conf.fcache_bytes))
-		entry_drop(fc->lru_tail);
 	e->hnext = fc->bucket[h & (fc->nbuckets - 1)];
 	fc->bucket[h & (fc->nbuckets - 1)] = e;
 	lru_front(e);
 	fc->n++;
-	fc->bytes += len;
 
-	/* The body was read before the watches existed: look again now that
-	 * they do. Same inode, size, mtime and ctime and no symlink at the
-	 * end: nothing changed in between (a write sets ctime). */
 	uint64_t gen = e->gen;
-	struct lk_file f;
-	int r = lk_open(fsd.lkroot, rel, O_PATH | O_NOFOLLOW, rq->group, &f);
-	if (r == 0)
-		close(f.fd);
-	if (!fc || !(e = find(rel, h)) || e->gen != gen)
-		return;
-	if (r < 0 || !same_file(stx, &f.stx) || f.stx.stx_nlink != 1 ||
-	    !(f.stx.stx_mask & STATX_MNT_ID) || f.stx.stx_mnt_id != fc->mnt_id) {
-		entry_drop(e);
+	if (!fill(rq, e, rel)) {
+		if (still(e, rel, h, gen))
+			entry_drop(e);
 		return;
 	}
-	bool none = fsd.conf.sidecars && !sidecars_exist(rq, rel);
-	if (!fc)	/* turned off while those lookups were parked */
-		return;
-	drain();
-	if (fc && (e = find(rel, h)) && e->gen == gen) {
+	/* anything since the watches were added drops it here */
+	if (fc)
+		sync_events(true);
+	if (fc && find(rel, h) == e && e->gen == gen && e->body)
 		e->verified = true;
-		e->no_sidecars = none;
-	}
 }

@@ -9,31 +9,37 @@
  * fibril, fsd_fcache_serve in the access handler (or on a fibril).
  * Nothing here is shared between workers.
  *
- * Correctness: an entry depends on the watched directories from the
- * root down to the file's directory, each with the name of the next
- * component. Any event naming that component (modify, attrib, close
- * after write, moved from/to, create, delete), any event on a watched
- * directory itself (attrib, delete_self, move_self, ignored), a queue
- * overflow or a failed read of the inotify fd drops the entry (or all
- * of them). Events are drained before every lookup, so a change whose
+ * Correctness: an entry depends on inotify watches on every directory
+ * from the root down to the file's (each with the name of the next
+ * component) and on the file's own inode, so a write, truncation,
+ * chmod, chown, link or unlink reaches it through any name, hard links
+ * made later included. Each directory is watched before the next
+ * component is looked up in it, and the file's inode before its statx
+ * and the read of the bytes kept (which are not the bytes the caller
+ * served): a change at any moment after that is an event. Any event on
+ * a watched inode itself, any event naming a component (or, in the
+ * file's directory, a sidecar name), a change to the mount table of the
+ * daemon's namespace (a mount over a cached path reports nothing to
+ * inotify), a queue overflow or a failed read drops the entry (or all
+ * of them). Events are applied before every hit, so a change whose
  * system call returned before the request was read is always seen (a
- * hit reads the inotify fd only when an io_uring poll on it has posted
- * a completion, which the kernel does before that recv returns; see
- * sync_events() in fcache.c). A
- * new entry is served only after a second lookup of the path, made once
- * its watches are in place, finds the same inode, size, mtime and ctime
- * (closes the window between the first open and the watches).
- * Not cached (always served from the file system): files with more than
- * one hard link (a write through another name is not reported to our
- * directories), paths through a symlink, files not on the root's mount,
- * roots on filesystems whose changes inotify cannot see (NFS, FUSE,
- * CIFS...), ranges, requests whose connection closes after the answer,
- * and, while sidecars are on, requests with Accept-Encoding for a file
- * that has a sidecar name (FILE.br, .zst, .gz) next to it: an entry
- * answers those only if none existed once its watches were in place, and
- * an event naming a sidecar drops it like one naming the file. Writes through
- * a shared mmap are not reported by inotify: such a writer must not be
- * used under the served tree if the cache is on.
+ * hit reads the inotify fd only when an io_uring poll on it, or on the
+ * mount table, has posted a completion, which the kernel does before
+ * that recv returns; see fcache_watch.c). Watches are indexed by
+ * descriptor: an event costs the entries that depend on that inode.
+ * At most fcache_watches watches per worker (by default half the user's
+ * inotify limit over the workers): a fill that needs more evicts the
+ * least recently used entries, as it does when the kernel refuses one.
+ * Not cached (always served from the file system): paths through a
+ * symlink or a mount point (only the root's mount), paths beneath a
+ * casefolded directory (request and event names would compare by
+ * bytes), roots on filesystems whose changes inotify cannot see (NFS,
+ * FUSE, CIFS...), ranges, requests whose connection closes after the
+ * answer, and, while sidecars are on, requests with Accept-Encoding for
+ * a file that has a sidecar name (FILE.br, .zst, .gz) next to it: an
+ * entry answers those only if none existed once its watches were in
+ * place. Writes through a shared mmap are not reported by inotify: such
+ * a writer must not be used under the served tree if the cache is on.
  */
 #ifndef FSD_FCACHE_H
 #define FSD_FCACHE_H
@@ -48,7 +54,8 @@ struct fsd_req;
  * Returns 0, or -errno when disabled (logged once per process; the
  * daemon then serves as without it). fcache_entries = 0 (or
  * fcache_bytes = 0) in the configuration or FSD_FCACHE=0 in the
- * environment disables it; those two keys bound it per worker. */
+ * environment disables it; those two keys and fcache_watches bound it
+ * per worker. */
 int fsd_fcache_init(void);
 
 /* On the worker thread at teardown: frees the cache (responses still
@@ -69,9 +76,11 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel);
 
 /* On the request fibril, after the caller read the whole body of @rel
  * (@len == stx->stx_size bytes at @buf, for a 200 with no
- * Content-Encoding) from the file whose statx is @stx. Copies what it
- * keeps; @buf stays the caller's. May park the fibril (it looks @rel up
- * again) and never fails visibly: the entry is just not kept. */
+ * Content-Encoding) from the file whose statx is @stx. Keeps nothing of
+ * @buf: those bytes were read before any watch existed, so the entry is
+ * filled from the file again once it is watched. May park the fibril
+ * (it reads the file and looks for sidecars) and never fails visibly:
+ * the entry is just not kept. */
 void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx,
                     const void *buf, size_t len);
 

@@ -196,11 +196,10 @@ PY
 	check "fcache_entries = 3: 20 files, all fresh" 0 "$((bad + $(stale 1 20)))"
 	stop_daemon
 
-	# More directories than a worker's watch table holds (~3,000): the
-	# cache turns itself off while other requests' fills are parked in
-	# their lookups (64 clients at once; as root the dentry cache is
-	# dropped first so that the lookups do park). Every answer stays
-	# right and the daemon keeps serving.
+	# Many directories, fetched by 64 clients at once (as root the
+	# dentry cache is dropped first so that the lookups do park): fills
+	# interleave, evict each other and are dropped while parked. Every
+	# answer stays right and the daemon keeps serving.
 	{ cat "$conf"; echo "fcache_entries = 100000"; } > "$T/big.conf"
 	rm -rf "$D/w"
 	python3 - "$D/w" <<'PY'
@@ -216,7 +215,7 @@ for root, dirs, files in os.walk(sys.argv[1]):
 PY
 	start_daemon --root "$D" -c "$T/big.conf"
 	[ -w /proc/sys/vm/drop_caches ] && echo 2 > /proc/sys/vm/drop_caches
-	check "watch table full: 2,000 files from 64 clients, all right" "0 wrong of 2000" \
+	check "2,000 files in their own directories from 64 clients, all right" "0 wrong of 2000" \
 		"$(python3 - "$PORT" <<'PY'
 import http.client, sys, threading
 port = int(sys.argv[1]); wrong = [0]; lock = threading.Lock()

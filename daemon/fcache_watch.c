@@ -1,0 +1,373 @@
+#include "first.h"
+
+#include "daemon/fcache_int.h"
+#include "daemon/daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+/* A directory on an entry's path: a name appearing, going or changing
+ * inode (create, delete, moves), and the directory's own attributes,
+ * removal or move. Writes to files in it are the files' own watches'
+ * business (any of their names, any directory). */
+#define DIR_MASK  (IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | \
+                   IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+/* The cached file's inode, whatever name a change goes through: bytes,
+ * size, mode, owner, link count, removal, rename. */
+#define FILE_MASK (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | \
+                   IN_MOVE_SELF)
+
+enum { TAG_INOTIFY = 1, TAG_MOUNTS = 2 };
+
+struct fcw {
+	struct fcw *hnext;
+	int wd;
+	struct fcw_dep *deps;           /* never empty while the watch exists */
+};
+
+struct fcw_state {
+	int ifd;                        /* inotify */
+	int mfd;                        /* /proc/self/mountinfo: POLLPRI on a mount change */
+	struct fcw **bucket;            /* by wd */
+	size_t nbuckets;                /* power of two */
+	unsigned n, budget;
+	fcw_fire_fn fire;
+	bool ring_ok;                   /* ifd's and mfd's readiness is watched by ring */
+	struct io_uring ring;           /* two multishot polls, nothing else */
+};
+
+static __thread struct fcw_state *ws;
+
+static size_t slot_of(int wd)
+{
+	return ((unsigned)wd * 2654435761u) & (ws->nbuckets - 1);
+}
+
+static struct fcw *find(int wd)
+{
+	for (struct fcw *w = ws->bucket[slot_of(wd)]; w; w = w->hnext)
+		if (w->wd == wd)
+			return w;
+	return NULL;
+}
+
+static void grow(void)
+{
+	size_t old = ws->nbuckets;
+	struct fcw **ob = ws->bucket, **nb = calloc(old * 2, sizeof *nb);
+
+	if (!nb)
+		return;         /* longer chains, still right */
+	ws->bucket = nb;
+	ws->nbuckets = old * 2;
+	for (size_t i = 0; i < old; i++)
+		for (struct fcw *w = ob[i], *nx; w; w = nx) {
+			nx = w->hnext;
+			w->hnext = nb[slot_of(w->wd)];
+			nb[slot_of(w->wd)] = w;
+		}
+	free(ob);
+}
+
+/* ---- readiness without a system call ----
+ *
+ * A multishot poll on the inotify fd, and one on /proc/self/mountinfo,
+ * live in a small io_uring of our own, set up without
+ * IORING_SETUP_DEFER_TASKRUN. When a change queues an inotify event, or
+ * a mount or unmount changes the namespace's table, the system call
+ * making it wakes the poll before it returns; the wake-up queues task
+ * work on this worker thread (TIF_NOTIFY_SIGNAL), which the kernel runs,
+ * posting the CQE, before this thread next returns to user space from
+ * any system call. The recv() that read a request returned after the
+ * change did (the client saw the change return before it sent the
+ * request), so by the time the request is served the CQE is in the CQ:
+ * reading the CQ tail from memory is enough. Without the ring (io_uring
+ * off, or a poll error) every sync polls both fds.
+ */
+static bool ring_arm(int tag)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ws->ring);
+
+	if (!sqe)
+		return false;
+	io_uring_prep_poll_multishot(sqe, tag == TAG_INOTIFY ? ws->ifd : ws->mfd,
+	                             tag == TAG_INOTIFY ? POLLIN : POLLPRI);
+	io_uring_sqe_set_data64(sqe, (uint64_t)tag);
+	return io_uring_submit(&ws->ring) == 1;
+}
+
+static void ring_off(void)
+{
+	if (ws->ring_ok)
+		io_uring_queue_exit(&ws->ring);
+	ws->ring_ok = false;
+}
+
+static void ring_init(void)
+{
+	/* COOP_TASKRUN: no IPI for the wake-up; the task work still runs on
+	 * this thread's next return from the kernel, which is all we need. */
+	if (io_uring_queue_init(4, &ws->ring, IORING_SETUP_COOP_TASKRUN) < 0 &&
+	    io_uring_queue_init(4, &ws->ring, 0) < 0)
+		return;
+	ws->ring_ok = true;
+	if (!ring_arm(TAG_INOTIFY) || !ring_arm(TAG_MOUNTS))
+		ring_off();
+}
+
+int fcw_init(unsigned budget, fcw_fire_fn fire)
+{
+	int e;
+
+	if (ws)
+		return 0;
+	ws = calloc(1, sizeof *ws);
+	if (!ws)
+		return -ENOMEM;
+	ws->budget = budget;
+	ws->fire = fire;
+	ws->nbuckets = 256;
+	ws->bucket = calloc(ws->nbuckets, sizeof *ws->bucket);
+	ws->ifd = ws->mfd = -1;
+	if (!ws->bucket) {
+		e = ENOMEM;
+		goto fail;
+	}
+	ws->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ws->ifd < 0) {
+		e = errno;
+		goto fail;
+	}
+	/* A mount over a watched directory or file reports nothing to
+	 * inotify: without the mount table's change events, no cache. */
+	ws->mfd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (ws->mfd < 0) {
+		e = errno;
+		goto fail;
+	}
+	ring_init();
+	return 0;
+fail:
+	if (ws->ifd >= 0)
+		close(ws->ifd);
+	free(ws->bucket);
+	free(ws);
+	ws = NULL;
+	return -e;
+}
+
+void fcw_fini(void)
+{
+	if (!ws)
+		return;
+	ring_off();
+	for (size_t i = 0; i < ws->nbuckets; i++)
+		for (struct fcw *w = ws->bucket[i], *nx; w; w = nx) {
+			nx = w->hnext;
+			free(w);
+		}
+	close(ws->ifd);
+	close(ws->mfd);
+	free(ws->bucket);
+	free(ws);
+	ws = NULL;
+}
+
+unsigned fcw_count(void)
+{
+	return ws ? ws->n : 0;
+}
+
+/* Names compare byte for byte here: a directory whose lookups fold case
+ * would let a request name and an event name differ for the same file.
+ * Such directories are not cached beneath. A directory can only be made
+ * casefolded while empty, so the answer holds while we watch it (it
+ * holds the next component of every entry that depends on it). */
+static bool casefolded(int fd)
+{
+	int fl = 0;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) < 0)
+		return !(errno == ENOTTY || errno == EOPNOTSUPP || errno == EINVAL);
+	return fl & FS_CASEFOLD_FL;
+}
+
+int fcw_watch(int fd, bool dir, struct fcw_dep *d)
+{
+	char path[40];
+	struct fcw *w;
+	int wd;
+
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	/* the magic link is followed to the inode open as fd: no second
+	 * lookup of the name, so no room for a swap in between */
+	wd = inotify_add_watch(ws->ifd, path, dir ? DIR_MASK : FILE_MASK);
+	if (wd < 0)
+		return errno == ENOSPC || errno == ENOMEM ? -ENOSPC : -errno;
+	w = find(wd);
+	if (!w) {
+		int r = 0;
+		if (ws->n >= ws->budget)
+			r = -ENOSPC;
+		else if (dir && casefolded(fd))
+			r = -EMEDIUMTYPE;
+		else if (!(w = calloc(1, sizeof *w)))
+			r = -ENOMEM;
+		if (r < 0) {
+			inotify_rm_watch(ws->ifd, wd);
+			return r;
+		}
+		w->wd = wd;
+		w->hnext = ws->bucket[slot_of(wd)];
+		ws->bucket[slot_of(wd)] = w;
+		if (++ws->n > ws->nbuckets)
+			grow();
+	}
+	d->w = w;
+	d->prev = NULL;
+	d->next = w->deps;
+	if (w->deps)
+		w->deps->prev = d;
+	w->deps = d;
+	return 0;
+}
+
+void fcw_unwatch(struct fcw_dep *d)
+{
+	struct fcw *w = d->w;
+
+	if (!w)
+		return;
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		w->deps = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->w = NULL;
+	if (w->deps)
+		return;
+	inotify_rm_watch(ws->ifd, w->wd);
+	for (struct fcw **pp = &ws->bucket[slot_of(w->wd)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == w) {
+			*pp = w->hnext;
+			break;
+		}
+	ws->n--;
+	free(w);
+}
+
+/* Is @name the component @d depends on (or, in the file's directory,
+ * one of its sidecars: an entry that answers Accept-Encoding requests
+ * must go when one appears)? */
+static bool names(const struct fcw_dep *d, const char *name)
+{
+	size_t nl = strlen(name);
+
+	if (nl < d->len || memcmp(name, d->name, d->len))
+		return false;
+	if (nl == d->len)
+		return true;
+	if (!d->sidecars)
+		return false;
+	for (size_t i = 0; i < FSD_NSIDECARS; i++)
+		if (!strcmp(name + d->len, fsd_sidecars[i].ext))
+			return true;
+	return false;
+}
+
+/* @name NULL: an event on the watched inode itself (a file's watch
+ * reports only those), which every dependent cares about. */
+static void on_event(int wd, const char *name)
+{
+	struct fcw *w = find(wd);
+
+	if (!w)
+		return;     /* a watch we already let go */
+	for (struct fcw_dep *d = w->deps; d; d = d->next)
+		if (!name || !d->name || names(d, name))
+			ws->fire(d);
+}
+
+/* Reads every queued event (one read returning EAGAIN when none).
+ * Returns 1 when everything must go: an overflow, or a failed read. */
+static int drain(void)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int all = 0;
+
+	for (;;) {
+		ssize_t n = read(ws->ifd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return all;
+		if (n <= 0)
+			return 1;
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const void *)p;
+			if (ev->mask & IN_Q_OVERFLOW)
+				all = 1;
+			else
+				on_event(ev->wd, ev->len && !(ev->mask & IN_IGNORED) ? ev->name : NULL);
+			p += sizeof *ev + ev->len;
+		}
+		if ((size_t)n < sizeof buf - sizeof(struct inotify_event) - NAME_MAX - 1)
+			return all;     /* short read: the queue is empty */
+	}
+}
+
+int fcw_sync(bool force)
+{
+	bool in = force, mnt = false;
+
+	if (!ws)
+		return 1;
+	if (ws->ring_ok) {
+		struct io_uring_cqe *cqe;
+		bool rearm[3] = { false, false, false };
+
+		while (io_uring_peek_cqe(&ws->ring, &cqe) == 0) {
+			uint64_t tag = io_uring_cqe_get_data64(cqe);
+			if (cqe->res < 0 && cqe->res != -ECANCELED) {
+				/* the polls cannot be trusted: poll each time, and
+				 * assume the worst about what they missed */
+				ring_off();
+				drain();
+				return 1;
+			}
+			if (tag == TAG_MOUNTS)
+				mnt = true;
+			else
+				in = true;
+			if (!(cqe->flags & IORING_CQE_F_MORE) && tag <= TAG_MOUNTS)
+				rearm[tag] = true;
+			io_uring_cqe_seen(&ws->ring, cqe);
+		}
+		if ((rearm[TAG_INOTIFY] && !ring_arm(TAG_INOTIFY)) ||
+		    (rearm[TAG_MOUNTS] && !ring_arm(TAG_MOUNTS))) {
+			ring_off();
+			in = mnt = true;
+		}
+	} else {
+		struct pollfd p[2] = { { ws->ifd, POLLIN, 0 }, { ws->mfd, POLLPRI, 0 } };
+		int r = poll(p, 2, 0);
+		if (r < 0)
+			return 1;
+		in = in || p[0].revents;
+		mnt = p[1].revents != 0;
+	}
+	int all = in ? drain() : 0;
+	return all || mnt;
+}

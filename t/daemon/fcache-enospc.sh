@@ -1,0 +1,68 @@
+# The kernel refusing a watch (ENOSPC: the user's max_user_watches is
+# reached) makes the small-file cache evict and retry, not turn itself
+# off; when no watch is left at all it serves without caching and starts
+# caching again once watches free up. Runs in a user namespace of its
+# own, whose inotify limit the test lowers to 30 watches.
+if [ -z "${FSD_USERNS_TEST:-}" ]; then
+	command -v unshare >/dev/null 2>&1 || { echo "SKIP: unshare not installed"; exit 77; }
+	unshare -U -r true 2>/dev/null || { echo "SKIP: no user namespaces here"; exit 77; }
+	FSD_USERNS_TEST=1 exec unshare -U -r "${SHELL:-/bin/sh}" "$0" "$@"
+fi
+echo 30 > /proc/sys/fs/inotify/max_user_watches 2>/dev/null ||
+	{ echo "SKIP: cannot lower max_user_watches in a user namespace"; exit 77; }
+. "$top_srcdir/t/daemon/lib.sh"
+
+D=$T/root
+HITS="python3 $top_srcdir/t/daemon/fcache-hits.py"
+
+checks() {
+	rm -rf "$D"
+	local i
+	for i in $(seq 0 59); do
+		mkdir -p "$D/d$i"
+		echo "file $i" > "$D/d$i/f.txt"
+	done
+	chmod -R a+rX "$D"
+	# a budget far above the kernel's limit: the kernel says no first
+	printf '[server]\nfcache_watches = 100000\n' > "$T/fsd.conf"
+	start_daemon --root "$D" -c "$T/fsd.conf"
+	check "60 files in their own directories, 30 watches: all cached in turn" \
+		"60 hits, 0 wrong" "$($HITS "$PORT" "$D" $(seq -f 'd%g/f.txt' 0 59))"
+	echo "changed" > "$D/d59/f.txt"
+	check "a change to a cached one seen" "changed" "$(curl -s "$URL/d59/f.txt")"
+
+	# Another process of the same user takes every watch but one (left
+	# for fcache-hits.py) before the daemon starts: files are served, not
+	# cached; once it lets them go, caching resumes.
+	stop_daemon
+	rm -f "$T/hog.ready" "$T/hog.done"
+	python3 - "$T/hog" <<'PY' &
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+ifd = libc.inotify_init1(0)
+last = -1
+n = 0
+while True:
+    p = os.path.join(sys.argv[1], str(n))
+    os.makedirs(p, exist_ok=True)
+    wd = libc.inotify_add_watch(ifd, p.encode(), 2)
+    if wd < 0:
+        break
+    last, n = wd, n + 1
+libc.inotify_rm_watch(ifd, last)
+open(sys.argv[1] + ".ready", "w").close()
+while not os.path.exists(sys.argv[1] + ".done"):
+    time.sleep(0.05)
+PY
+	local hog=$!
+	for i in $(seq 1 100); do [ -e "$T/hog.ready" ] && break; sleep 0.1; done
+	start_daemon --root "$D" -c "$T/fsd.conf"
+	check "no watch left: served, not cached" "0 hits, 0 wrong" \
+		"$($HITS "$PORT" "$D" d1/f.txt d2/f.txt 2>&1)"
+	touch "$T/hog.done"
+	wait "$hog"
+	check "watches free again: cached again" "3 hits, 0 wrong" \
+		"$($HITS "$PORT" "$D" d3/f.txt d4/f.txt d5/f.txt)"
+}
+
+run_backends checks
