@@ -8,6 +8,7 @@
 
 D=$T/root
 O=$T/elsewhere
+HITS="python3 $top_srcdir/t/daemon/fcache-hits.py"
 conf=$T/fsd.conf
 echo "[server]" > "$conf"
 if [ "$(id -u)" = 0 ]; then
@@ -60,6 +61,7 @@ checks() {
 	start_daemon --root "$D" -c "$conf"
 
 	fresh pub/f.txt "$D/pub/f.txt" "cached, one name"
+	check "served from the cache" "1 hits, 0 wrong" "$($HITS "$PORT" "$D" pub/f.txt)"
 	ln "$D/pub/f.txt" "$O/g"
 	inplace "$O/g"
 	fresh pub/f.txt "$D/pub/f.txt" "written through a link made after caching"
@@ -76,6 +78,7 @@ checks() {
 	fresh pub/f.txt "$D/pub/f.txt" "the link removed, written through its name"
 
 	fresh pub/h.txt "$D/pub/h.txt" "two names from the start"
+	check "two names: served from the cache" "1 hits, 0 wrong" "$($HITS "$PORT" "$D" pub/h.txt)"
 	inplace "$O/h"
 	fresh pub/h.txt "$D/pub/h.txt" "two names: written through the other"
 	chmod 000 "$O/h"
