@@ -518,7 +518,8 @@ static struct blob *read_body(int pfd, size_t size)
  * the file as it is once every watch exists: the statx and the bytes
  * kept are taken after the file's inode and every directory above it
  * are watched, so a change at any later time is an event that drops
- * the entry. Returns false if @e must go (if it is still ours). */
+ * the entry. Returns false if it failed (@e may be gone already: the
+ * fibril parks). */
 static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 {
 	struct statx sx;
@@ -537,9 +538,8 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 	struct blob *b = read_body(fd, (size_t)sx.stx_size);
 	close(fd);
 	if (!b || !still(e, rel, h, gen)) {
-		if (b)
-			free(b);
-		return !b;      /* gone meanwhile: nothing of ours to drop */
+		free(b);
+		return false;
 	}
 	e->body = b;
 	e->len = (size_t)sx.stx_size;
@@ -552,7 +552,7 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 	/* with the watches in place, a sidecar created later is an event */
 	bool none = fsd.conf.sidecars && !sidecars_exist(rq, rel);
 	if (!still(e, rel, h, gen))
-		return true;
+		return false;
 	e->no_sidecars = none;
 	return true;
 }
