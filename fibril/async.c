@@ -26,6 +26,7 @@
 
 #include "fibril/async_event.h"
 #include "fibril/async_int.h"
+#include "fibril/async_cred.h"
 
 #define X__FLAGS_ALL (ASYNC_F_SYNC | ASYNC_F_NOINLINE | ASYNC_F_BACKGROUND)
 
@@ -98,6 +99,8 @@ static struct x__op *x__op_alloc(async_engine_t *e)
 
 static void x__op_free(async_engine_t *e, struct x__op *op)
 {
+	x__cred_drop(op->cred);
+	op->cred = NULL;
 	op->cookie = 0;
 	op->state = 0;
 	op->next = e->free_ops;
@@ -370,6 +373,7 @@ static long x__submit(unsigned long flags, long *result, long call,
 		return 0;
 	}
 	op->call = (uint8_t)call;
+	op->cred = x__cred_hold(x__cred_current());
 	op->result = result;
 	memcpy(op->args, args ? args : (const unsigned long[6]){ 0 },
 	       (info->nargs ? info->nargs : 1) * sizeof(*args));

@@ -5,7 +5,8 @@
 fibril_libfibril_la_SOURCES += \
 	fibril/async.c fibril/async_calls.c fibril/async_wrap.c \
 	fibril/async_uring.c fibril/async_pool.c fibril/async_event.c \
-	fibril/async_int.h
+	fibril/async_int.h \
+	fibril/async_cred.c fibril/async_cred.h
 fibrilinclude_HEADERS += fibril/include/fibril/async.h \
 	fibril/include/fibril/async_event.h
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fibril/async_int.h"
+#include "fibril/async_cred.h"
 
 #define L(i) (1u << (i))
 
@@ -80,7 +81,7 @@ static long x__dir_ahead(int fd)
 	return n;
 }
 
-long x__exec(long call, const unsigned long *a)
+long x__exec_plain(long call, const unsigned long *a)
 {
 	switch (call) {
 	case ASYNC_NOP:
@@ -122,6 +123,16 @@ long x__exec(long call, const unsigned long *a)
 	default:
 		return -ENOSYS;
 	}
+}
+
+long x__exec(long call, const unsigned long *a)
+{
+	return x__exec_as(x__cred_current(), call, a);
+}
+
+long x__exec_op(const struct x__op *op)
+{
+	return x__exec_as(op->cred, op->call, op->args);
 }
 
 /* openat2 with RESOLVE_CACHED: the kernel walks the path from the
@@ -171,6 +182,10 @@ bool x__try_inline(long call, const unsigned long *a, long *res)
 {
 	switch (call) {
 	case ASYNC_OPENAT2:
+		/* Another user's open goes to a backend that runs it as that
+		 * user, rather than switching this thread's ids for a try. */
+		if (x__cred_current() && !x__cred_switched())
+			return false;
 		return x__try_open_cached(a, res);
 	case ASYNC_STATX: {
 		/* statx of an open fd: no path walk, and the open already

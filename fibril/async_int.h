@@ -18,6 +18,7 @@
 
 struct x__uring;
 struct x__pool;
+struct x__cred;
 struct x__evhost;
 
 /* op->holds: who still needs the op's memory. Freed when none does. */
@@ -53,6 +54,7 @@ struct x__op {
 	fibril_t *waiter;              /* or X__THREAD_WAITER */
 	void (*cb)(void *arg, long res);
 	void *cb_arg;
+	struct x__cred *cred;          /* run as this user (async_cred.c) */
 };
 
 #define X__THREAD_WAITER ((fibril_t *)(uintptr_t)1)
@@ -119,6 +121,11 @@ void x__log(async_engine_t *e, int level, const char *fmt, ...)
 /* async_calls.c: the call table, the plain system calls and the inline
  * fast paths. */
 long x__exec(long call, const unsigned long *args);
+/* The same without credentials (x__exec runs it as the user of
+ * x__cred_use(), async_cred.c); x__exec_op as @op's user. */
+long x__exec_plain(long call, const unsigned long *args);
+long x__exec_op(const struct x__op *op);
+long x__exec_as(struct x__cred *c, long call, const unsigned long *args);
 /* Tries the call inline when it cannot block (RESOLVE_CACHED open,
  * RWF_NOWAIT read, fstat of an open fd, close). Returns true and sets
  * *res when done. */
@@ -131,6 +138,8 @@ int x__uring_submit(async_engine_t *e, struct x__op *op);
 int x__uring_flush(async_engine_t *e);
 int x__uring_reap(async_engine_t *e, unsigned budget);
 int x__uring_cancel(async_engine_t *e, struct x__op *op);
+/* The ring's personality id for @c, registered on first use; -errno. */
+int x__uring_personality(async_engine_t *e, struct x__cred *c);
 bool x__uring_busy(async_engine_t *e);  /* queued SQEs or ready CQEs */
 void x__uring_destroy(async_engine_t *e);
 

@@ -83,7 +83,7 @@ static void *x__pool_main(void *arg)
 		p->busy++;
 		pthread_mutex_unlock(&p->mu);
 
-		long res = x__exec(op->call, op->args);
+		long res = x__exec_op(op);
 
 		pthread_mutex_lock(&p->mu);
 		p->busy--;
@@ -259,7 +259,7 @@ static void pool_flush(async_engine_t *e, struct x__pool *p)
 			struct x__op *op = list;
 			list = op->next;
 			op->next = NULL;
-			pool_complete(e, p, op, x__exec(op->call, op->args));
+			pool_complete(e, p, op, x__exec_op(op));
 		}
 		break;
 	}

@@ -17,6 +17,11 @@
 #include <syslog.h>
 
 #include "fibril/async_int.h"
+#include "fibril/async_cred.h"
+
+/* Credential sets a ring keeps a personality for at once: a server's
+ * active users. One more costs a register (and an unregister) call. */
+#define X__PERS_MAX 64
 
 struct x__uring {
 	struct io_uring ring;
@@ -26,6 +31,10 @@ struct x__uring {
 	bool defer;       /* DEFER_TASKRUN: CQEs appear only when we enter */
 	bool taskrun_flag;/* the kernel raises IORING_SQ_TASKRUN for us */
 	bool ok[ASYNC_CALL_MAX];
+	/* Personalities registered for credential sets (async_cred.c),
+	 * most recent first; the oldest goes when full. */
+	struct { uint64_t id; int pers; } pers[X__PERS_MAX];
+	unsigned npers;
 };
 
 static const int x__opcode[ASYNC_CALL_MAX] = {
@@ -213,11 +222,63 @@ int x__uring_submit(async_engine_t *e, struct x__op *op)
 		r->queued++;
 		return -ENOSYS;
 	}
+	if (op->cred) {
+		int pers = x__uring_personality(e, op->cred);
+		if (pers < 0) {
+			/* Not runnable as that user here: hand the call back
+			 * (it runs synchronously, switching the thread). */
+			io_uring_prep_nop(sqe);
+			io_uring_sqe_set_data64(sqe, 0);
+			r->queued++;
+			return pers;
+		}
+		sqe->personality = (uint16_t)pers;
+	}
 	io_uring_sqe_set_data(sqe, op);
 	r->inring++;
 	if (r->queued++ == 0)
 		x__kick(e);
 	return 0;
+}
+
+int x__uring_personality(async_engine_t *e, struct x__cred *c)
+{
+	struct x__uring *r = e->ring;
+	unsigned i;
+
+	for (i = 0; i < r->npers; i++)
+		if (r->pers[i].id == c->id)
+			break;
+	if (i < r->npers) {
+		int pers = r->pers[i].pers;
+		memmove(&r->pers[1], &r->pers[0], i * sizeof(r->pers[0]));
+		r->pers[0].id = c->id;
+		r->pers[0].pers = pers;
+		return pers;
+	}
+	/* A personality is the registering thread's credentials as they
+	 * are now: become the user for the call, then ourselves again. */
+	struct x__cred_saved saved;
+	int rc = x__cred_enter(c, &saved);
+	if (rc < 0)
+		return rc;
+	int pers = io_uring_register_personality(&r->ring);
+	x__cred_leave(&saved);
+	if (pers < 0)
+		return pers;
+	if (r->npers == X__PERS_MAX) {
+		/* Queued SQEs name the oldest by id: submit them first (a
+		 * submitted request holds its credentials itself). */
+		x__uring_flush(e);
+		io_uring_unregister_personality(&r->ring,
+						r->pers[X__PERS_MAX - 1].pers);
+		r->npers--;
+	}
+	memmove(&r->pers[1], &r->pers[0], r->npers * sizeof(r->pers[0]));
+	r->pers[0].id = c->id;
+	r->pers[0].pers = pers;
+	r->npers++;
+	return pers;
 }
 
 int x__uring_flush(async_engine_t *e)

@@ -6,7 +6,11 @@ fibril_libfibril_la_SOURCES += \
 	fibril/lookup_flight.c \
 	fibril/lookup_batch.c \
 	fibril/lookup_sort.c \
-	fibril/lookup_scan.c
+	fibril/lookup_scan.c \
+	fibril/lookup_cred.c \
+	fibril/lookup_fold.c \
+	fibril/lookup_casefold.c \
+	fibril/lookup_walk.c
 
 # Unit tests (Check): also re-run under ASan+UBSan by `make check-unit`.
 LOOKUP_TESTS = t/fibril/test_lookup_open t/fibril/test_lookup_scan \

@@ -146,7 +146,8 @@ static void batch_issue(struct lk__flight *f)
 	/* LK_SCAN_BACKGROUND: on the SCHED_IDLE threads, so that the thread
 	 * formatting the listing (or serving requests) keeps its CPU and
 	 * the stats take what is left (lk__flight_attach). */
-	long r = lk__submit(f->batch_bg ? ASYNC_F_BACKGROUND : 0, &b->res,
+	long r = lk__submit((const lk_cred_t *)f->cred,
+			    f->batch_bg ? ASYNC_F_BACKGROUND : 0, &b->res,
 			    ASYNC_CALL, a, batch_cb, b);
 	if (r > 0) {
 		b->cookie = r;

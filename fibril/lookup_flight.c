@@ -74,6 +74,7 @@ static void flight_free(struct lk__flight *f)
 	free(f->reldir);
 	lk__arena_free(&f->names);
 	lk_root_close(f->root);
+	x__cred_drop(f->cred);
 	lk__st.live_flights--;
 	free(f);
 }
@@ -204,7 +205,8 @@ static int slot_issue(struct lk__flight *f, struct lk__slot *s)
 		break;
 	}
 	}
-	long r = lk__submit(submit_flags(f), &s->res, call, a, slot_cb, s);
+	long r = lk__submit((const lk_cred_t *)f->cred, submit_flags(f), &s->res,
+			    call, a, slot_cb, s);
 	if (r > 0) {
 		s->cookie = r;
 		f->inflight++;
@@ -432,7 +434,7 @@ static int getdents_issue(struct lk__flight *f)
 	}
 	unsigned long a[3] = { (unsigned long)f->dirfd, (unsigned long)f->gbuf,
 			       f->gbuf_size };
-	long r = lk__submit(submit_flags(f), &f->gres, ASYNC_GETDENTS64, a,
+	long r = lk__submit(NULL, submit_flags(f), &f->gres, ASYNC_GETDENTS64, a,
 			    gd_cb, f);
 	if (r > 0) {
 		f->gcookie = r;
@@ -628,7 +630,8 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
 	if (share)
 		for (struct lk__flight *f = table; f; f = f->next)
-			if (f->root == s->root && f->dev == dev &&
+			if (f->root == s->root && f->cred == s->cred &&
+			    f->dev == dev &&
 			    f->ino == d->stx_ino && f->sort == sort &&
 			    f->flags == flags &&
 			    f->mtime_sec == d->stx_mtime.tv_sec &&
@@ -660,6 +663,7 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	f->dirfd = dirfd;
 	f->root = s->root;
 	lk__root_ref(s->root);
+	f->cred = x__cred_hold(s->cred);
 	f->dev = dev;
 	f->ino = d->stx_ino;
 	f->dev_major = d->stx_dev_major;

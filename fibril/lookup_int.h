@@ -11,6 +11,7 @@
 #include "fibril/fibril.h"
 #include "fibril/async.h"
 #include "fibril/lookup.h"
+#include "async_cred.h"
 
 #define LK__HIDDEN __attribute__((visibility("hidden")))
 
@@ -25,9 +26,28 @@ struct lk_root {
 	enum lk_symlinks symlinks;
 	unsigned flags;
 	uint64_t dev, ino;        /* to recognise ".." of the root itself */
+	struct lk__ccache *cc;    /* case-insensitive names; made on first use */
 };
 
 LK__HIDDEN void lk__root_ref(lk_root_t *r);
+
+/* ---- lookup_casefold.c: (directory, fold) -> on-disk name, per root;
+ * any thread (a mutex inside). ---- */
+struct lk__ccache;
+struct lk__ckey {
+	uint64_t dev, ino;
+	lk_fold_fn fold;
+	void *fold_arg;
+	const char *key;           /* the folded name */
+	size_t klen;
+};
+/* Copies the cached name into @name (@cap bytes): true on a hit. */
+LK__HIDDEN bool lk__cc_get(lk_root_t *r, const struct lk__ckey *k,
+			   char *name, size_t cap);
+LK__HIDDEN void lk__cc_put(lk_root_t *r, const struct lk__ckey *k,
+			   const char *name);
+LK__HIDDEN void lk__cc_del(lk_root_t *r, const struct lk__ckey *k);
+LK__HIDDEN void lk__cc_free(struct lk__ccache *c);
 LK__HIDDEN uint64_t lk__resolve_flags(const lk_root_t *r);
 
 /* ---- groups ---- */
@@ -49,13 +69,20 @@ LK__HIDDEN void lk__group_leave(struct lk__member *m);
 /* ---- async helpers ---- */
 extern __thread struct lk_stats lk__st;
 
-/* async_submit_cb(), or the plain system call when this thread has no
- * engine. Same return convention. */
-LK__HIDDEN long lk__submit(unsigned long flags, long *res, long call,
-			   const unsigned long *args,
+/* An lk_cred_t is the async layer's credential set (async_cred.h). */
+static inline struct x__cred *lk__x(const lk_cred_t *c)
+{
+	return (struct x__cred *)(uintptr_t)c;
+}
+
+/* async_submit_cb() as the user of @cred (NULL: our own), or the plain
+ * system call when this thread has no engine. Same return convention. */
+LK__HIDDEN long lk__submit(const lk_cred_t *cred, unsigned long flags,
+			   long *res, long call, const unsigned long *args,
 			   void (*cb)(void *, long), void *arg);
-/* The plain system call for @call (used inline). */
-LK__HIDDEN long lk__syscall(long call, const unsigned long *args);
+/* The plain system call for @call (used inline), as the user of @cred. */
+LK__HIDDEN long lk__syscall(const lk_cred_t *cred, long call,
+			    const unsigned long *args);
 /* One wait round: parks the fibril on @wq, or outside a fibril drives the
  * engine once (process, poll, process). Callers loop on their condition. */
 LK__HIDDEN void lk__wait(struct fibril_waitq *wq);
@@ -63,9 +90,13 @@ LK__HIDDEN void lk__wait(struct fibril_waitq *wq);
 LK__HIDDEN int lk__fstatx(int fd, unsigned mask, struct statx *stx);
 
 /* ---- operations (lk_open*) ---- */
+struct lk__walk;
 struct lk_op {
 	struct lk__member m;
 	lk_root_t *root;
+	struct x__cred *cred;      /* held; NULL: our own */
+	struct lk__walk *walk;     /* lk_lookup_start with LK_LOOKUP_* flags */
+	lk_lookup_cb lcb;          /* lk_lookup_start's callback */
 	struct open_how how;
 	long res;
 	long cookie;
@@ -166,6 +197,7 @@ struct lk__ord {
 struct lk__flight {
 	struct lk__flight *next;   /* single-flight table (this thread) */
 	lk_root_t *root;
+	struct x__cred *cred;      /* held: every call runs as this user */
 	int dirfd;
 	char *reldir;
 	uint64_t dev, ino;
@@ -216,6 +248,7 @@ struct lk__flight {
 /* A consumer (what lk_scan_open returns). */
 struct lk_scan {
 	struct lk__member m;
+	struct x__cred *cred;      /* held (o.cred) */
 	struct lk_scan *next_c, *prev_c;   /* flight's consumer list */
 	struct lk__flight *f;
 	lk_root_t *root;
@@ -237,6 +270,17 @@ struct lk_scan {
  * them while they are still in cache (an lk_entry holds a whole struct
  * statx: 4096 of them are 1.2 MiB, beyond a core's L2). */
 #define LK__DELIVER_MAX 512
+
+/* lookup_root.c: lk_open_start() as the user of @cred. */
+LK__HIDDEN int lk__open_start(lk_root_t *r, const char *relpath, int oflags,
+			      lk_group_t *g, const lk_cred_t *cred,
+			      struct lk_file *out, lk_open_cb cb, void *arg,
+			      lk_op_t **opp);
+LK__HIDDEN void lk__op_free(struct lk_op *op);
+/* lk_open() as the user of @cred. */
+LK__HIDDEN int lk__open_wait(lk_root_t *r, const char *relpath, int oflags,
+			     lk_group_t *g, const lk_cred_t *cred,
+			     struct lk_file *out);
 
 /* lookup_scan.c, for lookup_flight.c: @s takes its window (@local: the
  * local window) and the array it delivers in. */

@@ -77,6 +77,7 @@ FIBRIL_API void lk_root_close(lk_root_t *r)
 	if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	close(r->fd);
+	lk__cc_free(r->cc);
 	free(r);
 }
 
@@ -155,7 +156,7 @@ FIBRIL_API void lk_group_free(lk_group_t *g)
 
 /* ---- async helpers ---- */
 
-long lk__syscall(long call, const unsigned long *a)
+static long lk__syscall_plain(long call, const unsigned long *a)
 {
 	long r;
 	switch (call) {
@@ -186,13 +187,30 @@ long lk__syscall(long call, const unsigned long *a)
 	return r < 0 ? -errno : r;
 }
 
-long lk__submit(unsigned long flags, long *res, long call,
-		const unsigned long *args, void (*cb)(void *, long), void *arg)
+long lk__syscall(const lk_cred_t *cred, long call, const unsigned long *a)
 {
+	if (!cred || x__cred_switched() || call == ASYNC_GETDENTS64 ||
+	    call == ASYNC_CLOSE)
+		return lk__syscall_plain(call, a);
+	struct x__cred_saved saved;
+	int rc = x__cred_enter(lk__x(cred), &saved);
+	if (rc < 0)
+		return rc;
+	long r = lk__syscall_plain(call, a);
+	x__cred_leave(&saved);
+	return r;
+}
+
+long lk__submit(const lk_cred_t *cred, unsigned long flags, long *res,
+		long call, const unsigned long *args,
+		void (*cb)(void *, long), void *arg)
+{
+	struct x__cred *old = x__cred_use(lk__x(cred));
 	long r = async_submit_cb(flags, res, call, args, cb, arg);
+	x__cred_use(old);
 	if (r != -ENXIO)
 		return r;
-	*res = lk__syscall(call, args);
+	*res = lk__syscall(cred, call, args);
 	return 0;
 }
 
@@ -274,8 +292,9 @@ void lk__arena_free(struct lk__arena *a)
 
 /* ---- lk_open ---- */
 
-static void op_free(struct lk_op *op)
+void lk__op_free(struct lk_op *op)
 {
+	x__cred_drop(op->cred);
 	lk__group_leave(&op->m);
 	lk_root_close(op->root);
 	lk__st.live_ops--;
@@ -301,14 +320,14 @@ static void op_cb(void *arg, long res)
 	op->res = rc;
 	op->done = true;
 	if (op->abandoned) {
-		op_free(op);
+		lk__op_free(op);
 		return;
 	}
 	if (op->cb) {
 		lk_open_cb cb = op->cb;
 		void *cbarg = op->arg;
 		struct lk_file f = op->file;
-		op_free(op);
+		lk__op_free(op);
 		cb(cbarg, rc, rc == 0 ? &f : NULL);
 		return;
 	}
@@ -349,9 +368,9 @@ static int open_inline(lk_root_t *r, const char *path, struct open_how *how,
 	return 0;
 }
 
-static int open_start(lk_root_t *r, const char *relpath, int oflags,
-		      lk_group_t *g, struct lk_file *out,
-		      lk_open_cb cb, void *arg, lk_op_t **opp)
+int lk__open_start(lk_root_t *r, const char *relpath, int oflags,
+		   lk_group_t *g, const lk_cred_t *cred, struct lk_file *out,
+		   lk_open_cb cb, void *arg, lk_op_t **opp)
 {
 	if (!relpath || !*relpath)
 		relpath = ".";
@@ -363,7 +382,10 @@ static int open_start(lk_root_t *r, const char *relpath, int oflags,
 			 (oflags & O_TMPFILE) == O_TMPFILE) ? 0644 : 0,
 		.resolve = lk__resolve_flags(r),
 	};
-	int rc = open_inline(r, relpath, &how, out);
+	/* As another user the ring tries the cached walk first itself (with
+	 * that user's personality), which costs less than switching this
+	 * thread's ids around an attempt. */
+	int rc = cred ? 1 : open_inline(r, relpath, &how, out);
 	if (rc <= 0)
 		return rc;
 	size_t len = strlen(relpath);
@@ -376,6 +398,7 @@ static int open_start(lk_root_t *r, const char *relpath, int oflags,
 	op->arg = arg;
 	op->file.fd = -1;
 	op->root = r;
+	op->cred = x__cred_hold(lk__x(cred));
 	lk__root_ref(r);
 	lk__st.live_ops++;
 	lk__st.opens_async++;
@@ -386,7 +409,7 @@ static int open_start(lk_root_t *r, const char *relpath, int oflags,
 #ifdef ASYNC_F_NOINLINE
 	fl = ASYNC_F_NOINLINE;   /* our RESOLVE_CACHED attempt just failed */
 #endif
-	long c = lk__submit(fl, &op->res, ASYNC_OPENAT2, args, op_cb, op);
+	long c = lk__submit(cred, fl, &op->res, ASYNC_OPENAT2, args, op_cb, op);
 	if (c <= 0) {
 		/* Done now (or not submitted): report inline, no callback. */
 		long res = c < 0 ? c : op->res;
@@ -397,7 +420,7 @@ static int open_start(lk_root_t *r, const char *relpath, int oflags,
 			if (rc < 0)
 				close(out->fd);
 		}
-		op_free(op);
+		lk__op_free(op);
 		return rc;
 	}
 	op->cookie = c;
@@ -412,14 +435,15 @@ FIBRIL_API int lk_open_start(lk_root_t *r, const char *relpath, int oflags,
 {
 	if (!cb)
 		return -EINVAL;
-	return open_start(r, relpath, oflags, g, out, cb, arg, opp);
+	return lk__open_start(r, relpath, oflags, g, NULL, out, cb, arg, opp);
 }
 
-FIBRIL_API int lk_open(lk_root_t *r, const char *relpath, int oflags,
-		       lk_group_t *g, struct lk_file *out)
+int lk__open_wait(lk_root_t *r, const char *relpath, int oflags,
+		  lk_group_t *g, const lk_cred_t *cred, struct lk_file *out)
 {
 	lk_op_t *op = NULL;
-	int rc = open_start(r, relpath, oflags, g, out, NULL, NULL, &op);
+	int rc = lk__open_start(r, relpath, oflags, g, cred, out, NULL, NULL,
+				&op);
 	if (rc != 1)
 		return rc;
 	while (!op->done && !op->cancelled)
@@ -432,6 +456,12 @@ FIBRIL_API int lk_open(lk_root_t *r, const char *relpath, int oflags,
 	rc = (int)op->res;
 	if (rc == 0)
 		*out = op->file;
-	op_free(op);
+	lk__op_free(op);
 	return rc;
+}
+
+FIBRIL_API int lk_open(lk_root_t *r, const char *relpath, int oflags,
+		       lk_group_t *g, struct lk_file *out)
+{
+	return lk__open_wait(r, relpath, oflags, g, NULL, out);
 }

@@ -232,6 +232,7 @@ static void scan_free(struct lk_scan *s)
 	free(s->after);
 	free(s->reldir);
 	lk_root_close(s->root);
+	x__cred_drop(s->cred);
 	free(s);
 }
 
@@ -271,6 +272,8 @@ FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
 		s->o.flags |= LK_SCAN_DOTFILES;
 	s->root = r;
 	lk__root_ref(r);
+	s->cred = x__cred_hold(lk__x(o->cred));
+	s->o.cred = NULL;   /* s->cred holds it */
 	s->reldir = strdup(reldir);
 	s->after = o->after ? strdup(o->after) : NULL;
 	if (!s->reldir || (o->after && !s->after)) {
@@ -288,8 +291,9 @@ FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
 	} else {
 		struct lk_file file;
 		lk_op_t *op = NULL;
-		rc = lk_open_start(r, reldir, O_RDONLY | O_DIRECTORY, NULL, &file,
-				   opened, s, &op);
+		rc = lk__open_start(r, reldir, O_RDONLY | O_DIRECTORY, NULL,
+				    (const lk_cred_t *)s->cred, &file,
+				    opened, s, &op);
 		if (rc == 0)
 			rc = lk__flight_attach(s, file.fd, &file.stx);
 		else if (rc == 1)

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/stat.h>	/* struct statx; compatible with <sys/stat.h> */
+#include <sys/types.h>	/* uid_t, gid_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +44,7 @@ extern "C" {
 /* ---- roots ---- */
 
 typedef struct lk_root lk_root_t;
+typedef struct lk_cred lk_cred_t;
 
 enum lk_symlinks {
 	LK_SYMLINKS_FOLLOW_BENEATH = 0, /**< follow symlinks that stay beneath the root (default) */
@@ -195,6 +197,8 @@ struct lk_scan_opts {
 	lk_group_t *group;         /**< joins this group (may be NULL) */
 	const struct lk_file *dir; /**< optional: the directory already opened with
 	                                lk_open() (its fd is dup'ed, its stx used) */
+	const struct lk_cred *cred;/**< open, stat and read links as this user
+	                                (lk_cred_new); NULL: the process's own */
 };
 
 /** One directory entry as delivered. Pointers stay valid until the next
@@ -276,6 +280,115 @@ FIBRIL_API void lk_scan_close(lk_scan_t *s);
 /** Entries in the directory (after hiding), once known; -EAGAIN before
  *  the names have all been read (always for LK_SORT_NONE until the end). */
 FIBRIL_API long lk_scan_count(const lk_scan_t *s);
+
+/* ---- credentials, case-insensitive lookup, symlink reporting ---- */
+
+/**
+ * A user's credentials for lookups, opens, stats and scans (struct
+ * lk_lookup_opts.cred, struct lk_scan_opts.cred), without changing the
+ * process's own. Immutable and reference-counted: any thread may use and
+ * free it. Each engine registers it once as an io_uring personality on
+ * first use; pool threads switch their own credentials around each call
+ * with the raw setgroups/setresgid/setresuid system calls (effective and
+ * file-system ids; the real and saved ids stay). Using one needs
+ * CAP_SETUID and CAP_SETGID with an effective uid of 0 (a root server);
+ * otherwise the calls made with it fail with -EPERM. @groups (may be NULL
+ * when @ngroups is 0) are the supplementary groups, copied. Returns 0 and
+ * *out, -EINVAL (more than 65536 groups), or -ENOMEM.
+ */
+FIBRIL_API int lk_cred_new(uid_t uid, gid_t gid, size_t ngroups,
+                           const gid_t *groups, lk_cred_t **out);
+/** Takes a reference; returns @c. */
+FIBRIL_API lk_cred_t *lk_cred_ref(lk_cred_t *c);
+/** Drops a reference (NULL is allowed). Calls still running keep it. */
+FIBRIL_API void lk_cred_free(lk_cred_t *c);
+
+#define LK_LOOKUP_NOCASE       0x1u /**< a component not found as written is
+                                         matched case-insensitively (fold) */
+#define LK_LOOKUP_STOP_SYMLINK 0x2u /**< stop at the first symlink in the path
+                                         (the last component included) and
+                                         report it instead of following it */
+
+/** Folds @name (@len bytes, not NUL-terminated) into @out (@outsz bytes)
+ *  so that two names match iff their folds are equal. Returns the folded
+ *  length, or more than @outsz when @out is too small (nothing matches
+ *  then). */
+typedef size_t (*lk_fold_fn)(const char *name, size_t len, char *out,
+                             size_t outsz, void *arg);
+
+/** The default fold: ASCII and UTF-8 simple case folding (Unicode's C+S
+ *  mappings; bytes that are not valid UTF-8 stay as they are). */
+FIBRIL_API size_t lk_fold_utf8(const char *name, size_t len, char *out,
+                               size_t outsz, void *arg);
+
+/** Options of lk_lookup(); NULL or all-zero: lk_open() with O_RDONLY. */
+struct lk_lookup_opts {
+	int oflags;              /**< open(2) flags (O_CLOEXEC always added) */
+	unsigned flags;          /**< LK_LOOKUP_* */
+	lk_group_t *group;       /**< may be NULL */
+	const lk_cred_t *cred;   /**< NULL: the process's own credentials */
+	lk_fold_fn fold;         /**< LK_LOOKUP_NOCASE: NULL = lk_fold_utf8 */
+	void *fold_arg;
+};
+
+/** What lk_lookup() found. Release with lk_lookup_release(). */
+struct lk_lookup {
+	struct lk_file file;     /**< the file; when stopped at a symlink, an
+	                              O_PATH fd of the link itself and its lstat */
+	char *path;              /**< with LK_LOOKUP_NOCASE or _STOP_SYMLINK: the
+	                              path as found (names as on disk, "." and empty
+	                              components dropped, up to and including the
+	                              link when stopped); else NULL. malloc'd */
+	int stopped;             /**< 1: stopped at a symlink (fields below) */
+	unsigned link_index;     /**< which component was the link (0: the first
+	                              non-empty one of relpath, "." and ".." count) */
+	size_t link_offset;      /**< its byte offset in relpath ... */
+	size_t link_len;         /**< ... and length */
+	size_t rest_offset;      /**< relpath + rest_offset is what follows it,
+	                              without leading slashes ("" if it was last) */
+	char *link_target;       /**< the link's target (readlinkat), malloc'd */
+};
+
+/** Closes the fd (if >= 0) and frees the strings; NULL is allowed. */
+FIBRIL_API void lk_lookup_release(struct lk_lookup *l);
+
+/**
+ * lk_open() with options: credentials, case-insensitive matching and
+ * symlink reporting. Without LK_LOOKUP_* flags it is lk_open() (as the
+ * user of o->cred). With them the path is walked component by component
+ * on a pool thread (each component openat2(RESOLVE_BENEATH) from the root,
+ * so ".." and escapes behave as in lk_open()). Returns 0 and *out (also
+ * when stopped at a symlink: out->stopped), or -errno as lk_open().
+ * Case-insensitive rules (LK_LOOKUP_NOCASE): a name as written wins; else
+ * a per-root cache of (directory dev+inode, fold) -> on-disk name,
+ * confirmed by opening it; else the directory is read (under o->cred:
+ * -EACCES if it may not be listed) and, of the names whose fold equals,
+ * the byte-wise smallest wins. No negative caching: a name created later
+ * is found.
+ */
+FIBRIL_API int lk_lookup(lk_root_t *r, const char *relpath,
+                         const struct lk_lookup_opts *o, struct lk_lookup *out);
+
+/** Completion of lk_lookup_start(): @res is 0 with *l filled (the callee
+ *  owns it: lk_lookup_release()) or -errno, then l is NULL. */
+typedef void (*lk_lookup_cb)(void *arg, int res, struct lk_lookup *l);
+
+/** Callback-style lk_lookup(), as lk_open_start(): 0 done inline (*out
+ *  filled, no callback), 1 pending (cb runs once from
+ *  async_engine_process(); lk_op_cancel(*op) until then), or -errno.
+ *  @relpath is copied. */
+FIBRIL_API int lk_lookup_start(lk_root_t *r, const char *relpath,
+                               const struct lk_lookup_opts *o,
+                               struct lk_lookup *out, lk_lookup_cb cb,
+                               void *arg, lk_op_t **op);
+
+/** statx (STATX_BASIC_STATS) of @relpath beneath @r with lk_lookup()'s
+ *  options. Of o->oflags only O_NOFOLLOW counts: a trailing symlink is
+ *  then stat'ed itself (lstat). With LK_LOOKUP_STOP_SYMLINK any other
+ *  symlink in the path fails with -ELOOP (lk_lookup() tells which).
+ *  Returns 0 and *stx, or -errno. */
+FIBRIL_API int lk_stat(lk_root_t *r, const char *relpath,
+                       const struct lk_lookup_opts *o, struct statx *stx);
 
 /* ---- counters (this thread) ---- */
 

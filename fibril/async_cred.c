@@ -1,0 +1,151 @@
+/*
+ * Per-call credentials (async_cred.h). A server acting for many users
+ * must not change the process's ids (glibc's set*id() change every
+ * thread, the engine's included), so each call carries its user:
+ *  - on the ring, as a personality: io_uring captures the credentials
+ *    of the thread that registers it, so the engine's thread switches
+ *    its own ids, registers, and switches back (async_uring.c);
+ *  - on a pool thread, or on the caller's thread when a call runs
+ *    synchronously, by switching that thread's own ids around the call
+ *    with the raw system calls, which act on one thread only.
+ * Only the effective ids move (setresuid(-1, uid, -1)): the real and
+ * saved uid stay 0, which is what lets the thread switch back; the file
+ * system ids follow the effective ones, and leaving uid 0 clears the
+ * effective capabilities (CAP_DAC_OVERRIDE...), so the kernel checks
+ * access as that user.
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fibril/async_int.h"
+#include "fibril/async_cred.h"
+
+static _Atomic uint64_t x__cred_ids;
+static __thread struct x__cred *x__cur_cred;
+static __thread int x__in_cred;
+
+struct x__cred *x__cred_new(uid_t uid, gid_t gid, size_t ngroups,
+			    const gid_t *groups)
+{
+	struct x__cred *c = malloc(sizeof(*c) + ngroups * sizeof(gid_t));
+
+	if (!c)
+		return NULL;
+	c->refs = 1;
+	c->id = atomic_fetch_add(&x__cred_ids, 1) + 1;
+	c->uid = uid;
+	c->gid = gid;
+	c->ngroups = ngroups;
+	if (ngroups)
+		memcpy(c->groups, groups, ngroups * sizeof(gid_t));
+	return c;
+}
+
+struct x__cred *x__cred_hold(struct x__cred *c)
+{
+	if (c)
+		__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+	return c;
+}
+
+void x__cred_drop(struct x__cred *c)
+{
+	if (c && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(c);
+}
+
+static long x__raw_setgroups(size_t n, const gid_t *g)
+{
+	return syscall(SYS_setgroups, n, g);
+}
+
+int x__cred_enter(const struct x__cred *c, struct x__cred_saved *s)
+{
+	s->euid = geteuid();
+	s->egid = getegid();
+	s->groups = s->buf;
+	s->ngroups = getgroups(sizeof(s->buf) / sizeof(s->buf[0]), s->buf);
+	if (s->ngroups < 0 && errno == EINVAL) {
+		int n = getgroups(0, NULL);
+		s->groups = n > 0 ? malloc((size_t)n * sizeof(gid_t)) : NULL;
+		s->ngroups = s->groups ? getgroups(n, s->groups) : -1;
+	}
+	if (s->ngroups < 0) {
+		int rc = -errno;
+		if (s->groups != s->buf)
+			free(s->groups);
+		return rc ? rc : -ENOMEM;
+	}
+	int rc = 0;
+	if (x__raw_setgroups(c->ngroups, c->groups) < 0)
+		rc = -errno;
+	else if (syscall(SYS_setresgid, -1, c->gid, -1) < 0)
+		rc = -errno;
+	else if (syscall(SYS_setresuid, -1, c->uid, -1) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		/* Still our own uid: setting back what we had cannot fail. */
+		(void)syscall(SYS_setresgid, -1, s->egid, -1);
+		(void)x__raw_setgroups((size_t)s->ngroups, s->groups);
+		if (s->groups != s->buf)
+			free(s->groups);
+	}
+	return rc;
+}
+
+void x__cred_leave(struct x__cred_saved *s)
+{
+	/* The uid first: it brings back the capabilities the rest needs. */
+	if (syscall(SYS_setresuid, -1, s->euid, -1) < 0 ||
+	    syscall(SYS_setresgid, -1, s->egid, -1) < 0 ||
+	    x__raw_setgroups((size_t)s->ngroups, s->groups) < 0)
+		abort();
+	if (s->groups != s->buf)
+		free(s->groups);
+}
+
+struct x__cred *x__cred_use(struct x__cred *c)
+{
+	struct x__cred *old = x__cur_cred;
+	x__cur_cred = c;
+	return old;
+}
+
+struct x__cred *x__cred_current(void)
+{
+	return x__cur_cred;
+}
+
+int x__cred_switched(void)
+{
+	return x__in_cred;
+}
+
+/* Calls that check permissions by path; the rest act on an open fd
+ * (or are the engine's own) and run as they are. */
+static bool x__cred_matters(long call)
+{
+	return call == ASYNC_OPENAT2 || call == ASYNC_STATX ||
+	       call == ASYNC_READLINKAT || call == ASYNC_CALL;
+}
+
+long x__exec_as(struct x__cred *c, long call, const unsigned long *args)
+{
+	if (!c || x__in_cred || !x__cred_matters(call))
+		return x__exec_plain(call, args);
+	struct x__cred_saved s;
+	int rc = x__cred_enter(c, &s);
+	if (rc < 0)
+		return rc;
+	x__in_cred = 1;
+	long r = x__exec_plain(call, args);
+	x__in_cred = 0;
+	x__cred_leave(&s);
+	return r;
+}
