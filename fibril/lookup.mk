@@ -14,7 +14,8 @@ fibril_libfibril_la_SOURCES += \
 
 # Unit tests (Check): also re-run under ASan+UBSan by `make check-unit`.
 LOOKUP_TESTS = t/fibril/test_lookup_open t/fibril/test_lookup_scan \
-	t/fibril/test_lookup_slowfs t/fibril/test_lookup_batch
+	t/fibril/test_lookup_slowfs t/fibril/test_lookup_batch \
+	t/fibril/test_lookup_cred
 check_PROGRAMS += $(LOOKUP_TESTS)
 # Each also on the thread-pool backend (the %-threads.sh rule of async.mk):
 # completions arrive in another order there, which found a real stall.
@@ -36,6 +37,10 @@ t_fibril_test_lookup_slowfs_SOURCES = t/fibril/test_lookup_slowfs.c t/fibril/tes
 	t/fibril/thread_policy.h
 t_fibril_test_lookup_slowfs_CFLAGS = $(LOOKUP_TEST_CFLAGS)
 t_fibril_test_lookup_slowfs_LDADD = $(LOOKUP_TEST_LDADD)
+# Needs root: switches credentials (skips with 77 otherwise).
+t_fibril_test_lookup_cred_SOURCES = t/fibril/test_lookup_cred.c t/fibril/test_lookup.h
+t_fibril_test_lookup_cred_CFLAGS = $(LOOKUP_TEST_CFLAGS)
+t_fibril_test_lookup_cred_LDADD = $(LOOKUP_TEST_LDADD)
 
 # fls, "ls -l" on the lookup engine; the comparison script is a test.
 noinst_PROGRAMS += contrib/examples/fls
