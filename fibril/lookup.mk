@@ -15,7 +15,7 @@ fibril_libfibril_la_SOURCES += \
 # Unit tests (Check): also re-run under ASan+UBSan by `make check-unit`.
 LOOKUP_TESTS = t/fibril/test_lookup_open t/fibril/test_lookup_scan \
 	t/fibril/test_lookup_slowfs t/fibril/test_lookup_batch \
-	t/fibril/test_lookup_cred
+	t/fibril/test_lookup_cred t/fibril/test_lookup_walk
 check_PROGRAMS += $(LOOKUP_TESTS)
 # Each also on the thread-pool backend (the %-threads.sh rule of async.mk):
 # completions arrive in another order there, which found a real stall.
@@ -41,6 +41,9 @@ t_fibril_test_lookup_slowfs_LDADD = $(LOOKUP_TEST_LDADD)
 t_fibril_test_lookup_cred_SOURCES = t/fibril/test_lookup_cred.c t/fibril/test_lookup.h
 t_fibril_test_lookup_cred_CFLAGS = $(LOOKUP_TEST_CFLAGS)
 t_fibril_test_lookup_cred_LDADD = $(LOOKUP_TEST_LDADD)
+t_fibril_test_lookup_walk_SOURCES = t/fibril/test_lookup_walk.c t/fibril/test_lookup.h
+t_fibril_test_lookup_walk_CFLAGS = $(LOOKUP_TEST_CFLAGS)
+t_fibril_test_lookup_walk_LDADD = $(LOOKUP_TEST_LDADD)
 
 # fls, "ls -l" on the lookup engine; the comparison script is a test.
 noinst_PROGRAMS += contrib/examples/fls
