@@ -312,7 +312,7 @@ FIBRIL_API void lk_cred_free(lk_cred_t *c);
 /** Folds @name (@len bytes, not NUL-terminated) into @out (@outsz bytes)
  *  so that two names match iff their folds are equal. Returns the folded
  *  length, or more than @outsz when @out is too small (nothing matches
- *  then). */
+ *  then). Called on pool threads, concurrently: it must be thread-safe. */
 typedef size_t (*lk_fold_fn)(const char *name, size_t len, char *out,
                              size_t outsz, void *arg);
 
