@@ -208,32 +208,16 @@ static void user_loop(void *arg)
 	}
 }
 
-struct cbstate {
-	int done, bad;
-};
-
-static void cb_check(void *arg, int res, struct lk_lookup *l)
-{
-	struct cbstate *st = arg;
-	(void)l;
-	st->done++;
-	if (res != 0 && res != -EACCES)
-		st->bad++;
-	if (l)
-		lk_lookup_release(l);
-}
-
 struct cbreq {
-	struct cbstate st;
-	int want;
+	int done, bad, want;
 };
 
 static void cb_req(void *arg, int res, struct lk_lookup *l)
 {
 	struct cbreq *q = arg;
-	q->st.done++;
+	q->done++;
 	if (res != q->want)
-		q->st.bad++;
+		q->bad++;
 	if (l)
 		lk_lookup_release(l);
 }
@@ -265,19 +249,18 @@ START_TEST(two_users_interleave)
 			continue;
 		}
 		ck_assert_int_eq(rc, q[i].want);
-		q[i].st.done = 1;
+		q[i].done = 1;
 		if (rc == 0)
 			lk_lookup_release(&out);
 	}
 	ck_assert_int_eq(async_engine_run(e), 0);
 	for (int i = 0; i < N; i++) {
-		ck_assert_int_eq(q[i].st.done, 1);
-		ck_assert_msg(q[i].st.bad == 0, "request %d: wrong answer", i);
+		ck_assert_int_eq(q[i].done, 1);
+		ck_assert_msg(q[i].bad == 0, "request %d: wrong answer", i);
 	}
 	async_engine_destroy(e);
 	fibril_sched_fini();
-	(void)pending;
-	(void)cb_check;
+	ck_assert_int_gt(pending, 0);
 	still_root();
 }
 END_TEST
