@@ -28,7 +28,8 @@
 
 static _Atomic uint64_t x__cred_ids;
 static __thread struct x__cred *x__cur_cred;
-static __thread int x__in_cred;
+/* The set this thread runs as, while switched. */
+static __thread const struct x__cred *x__in_cred;
 
 struct x__cred *x__cred_new(uid_t uid, gid_t gid, size_t ngroups,
 			    const gid_t *groups)
@@ -124,7 +125,7 @@ struct x__cred *x__cred_current(void)
 
 int x__cred_switched(void)
 {
-	return x__in_cred;
+	return x__in_cred != NULL;
 }
 
 /* Calls that check permissions by path; the rest act on an open fd
@@ -137,15 +138,21 @@ static bool x__cred_matters(long call)
 
 long x__exec_as(struct x__cred *c, long call, const unsigned long *args)
 {
-	if (!c || x__in_cred || !x__cred_matters(call))
+	if (!c || !x__cred_matters(call))
 		return x__exec_plain(call, args);
+	if (x__in_cred) {
+		/* Already someone (a function run as a user submitted a
+		 * call): the same user goes on, another may not. */
+		return x__in_cred->id == c->id ? x__exec_plain(call, args)
+					       : -EPERM;
+	}
 	struct x__cred_saved s;
 	int rc = x__cred_enter(c, &s);
 	if (rc < 0)
 		return rc;
-	x__in_cred = 1;
+	x__in_cred = c;
 	long r = x__exec_plain(call, args);
-	x__in_cred = 0;
+	x__in_cred = NULL;
 	x__cred_leave(&s);
 	return r;
 }

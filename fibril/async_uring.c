@@ -176,9 +176,16 @@ static unsigned x__len(unsigned long n)
 int x__uring_submit(async_engine_t *e, struct x__op *op)
 {
 	struct x__uring *r = e->ring;
-	struct io_uring_sqe *sqe = x__sqe(e);
 	const unsigned long *a = op->args;
+	int pers = 0;
 
+	/* Before taking an SQE: registering may submit what is queued. */
+	if (op->cred) {
+		pers = x__uring_personality(e, op->cred);
+		if (pers < 0)
+			return pers;  /* runs synchronously, switching the thread */
+	}
+	struct io_uring_sqe *sqe = x__sqe(e);
 	if (!sqe)
 		return -EBUSY;
 	switch (op->call) {
@@ -222,18 +229,8 @@ int x__uring_submit(async_engine_t *e, struct x__op *op)
 		r->queued++;
 		return -ENOSYS;
 	}
-	if (op->cred) {
-		int pers = x__uring_personality(e, op->cred);
-		if (pers < 0) {
-			/* Not runnable as that user here: hand the call back
-			 * (it runs synchronously, switching the thread). */
-			io_uring_prep_nop(sqe);
-			io_uring_sqe_set_data64(sqe, 0);
-			r->queued++;
-			return pers;
-		}
+	if (pers)
 		sqe->personality = (uint16_t)pers;
-	}
 	io_uring_sqe_set_data(sqe, op);
 	r->inring++;
 	if (r->queued++ == 0)
@@ -264,6 +261,12 @@ int x__uring_personality(async_engine_t *e, struct x__cred *c)
 		return rc;
 	int pers = io_uring_register_personality(&r->ring);
 	x__cred_leave(&saved);
+	if (pers == 0) {
+		/* 0 means "no personality" in an SQE (the kernel starts at 1):
+		 * never let a call run as ourselves by mistake. */
+		io_uring_unregister_personality(&r->ring, 0);
+		return -EINVAL;
+	}
 	if (pers < 0)
 		return pers;
 	if (r->npers == X__PERS_MAX) {

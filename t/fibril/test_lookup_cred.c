@@ -288,6 +288,68 @@ START_TEST(scans_not_shared_across_users)
 }
 END_TEST
 
+/* More users than an engine keeps personalities for (64): the oldest
+ * are unregistered and registered again, each request still as its
+ * own user, pending ones included. */
+static void many_users(void *arg)
+{
+	(void)arg;
+	enum { N = 80 };
+	lk_cred_t *c[N];
+	for (int i = 0; i < N; i++) {
+		gid_t g = (gid_t)(30000 + i);  /* distinct handles, same uids */
+		ck_assert_int_eq(lk_cred_new(i % 2 ? OWNER : NOBODY,
+					     i % 2 ? OWNER : NOBODY, 1, &g,
+					     &c[i]), 0);
+	}
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < N; i++)
+			ck_assert_int_eq(open_as(c[i], "priv/f", O_RDONLY),
+					 i % 2 ? 0 : -EACCES);
+	for (int i = 0; i < N; i++)
+		lk_cred_free(c[i]);
+}
+
+START_TEST(more_users_than_personalities)
+{
+	tl_run_fibril(many_users, NULL);
+	/* And callback-style, all in flight at once. */
+	async_engine_t *e;
+	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
+	enum { N = 150 };
+	lk_cred_t *c[N];
+	struct cbreq q[N];
+	for (int i = 0; i < N; i++) {
+		gid_t g = (gid_t)(40000 + i);
+		ck_assert_int_eq(lk_cred_new(i % 3 ? NOBODY : OWNER,
+					     i % 3 ? NOBODY : OWNER, 1, &g,
+					     &c[i]), 0);
+		memset(&q[i], 0, sizeof(q[i]));
+		q[i].want = i % 3 ? -EACCES : 0;
+		struct lk_lookup_opts o = { .cred = c[i] };
+		struct lk_lookup out;
+		int rc = lk_lookup_start(root, "priv/f", &o, &out, cb_req,
+					 &q[i], NULL);
+		lk_cred_free(c[i]);   /* the request keeps it */
+		if (rc != 1) {
+			ck_assert_int_eq(rc, q[i].want);
+			q[i].done = 1;
+			if (rc == 0)
+				lk_lookup_release(&out);
+		}
+	}
+	while (async_engine_inflight(e))
+		ck_assert_int_ge(async_engine_process(e, 0), 0);
+	ck_assert_int_ge(async_engine_process(e, 0), 0);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(q[i].done, 1);
+		ck_assert_msg(q[i].bad == 0, "request %d: wrong answer", i);
+	}
+	async_engine_destroy(e);
+	still_root();
+}
+END_TEST
+
 /* Without CAP_SETUID the calls made with a handle fail with -EPERM (and
  * those without one still work). */
 static int unprivileged_child(void)
@@ -348,6 +410,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, denied_on_engine);
 	tcase_add_test(tc, two_users_interleave);
 	tcase_add_test(tc, scans_not_shared_across_users);
+	tcase_add_test(tc, more_users_than_personalities);
 	tcase_add_test(tc, unprivileged_gets_eperm);
 	tcase_add_test(tc, bad_arguments);
 	suite_add_tcase(s, tc);
