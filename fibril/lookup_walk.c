@@ -9,7 +9,9 @@
  * found so far, so ".." and escapes are the kernel's business exactly
  * as in lk_open(); a path is short, and the prefix is in the dcache.
  * The path as written is tried first in one openat2: the common case
- * (exact names, no symlink) costs that one call.
+ * (exact names, no symlink) costs that one call, made inline when the
+ * path is in the dcache (RESOLVE_CACHED) and no other user's ids are
+ * needed.
  */
 #include "first.h"
 
@@ -338,25 +340,32 @@ static int w_walk(struct lk__walk *w, struct lk__sb *pfx)
 	return fd < 0 ? fd : w_finish(w, fd, pfx->len ? pfx->p : "");
 }
 
-/* The pool thread's job (as the request's user). */
-static long w_run(void *arg)
+/* The path as written, without "." and empty components. */
+static int w_norm(const char *relpath, struct lk__sb *b)
 {
-	struct lk__walk *w = arg;
-	struct lk__sb pfx = { 0 };
 	int rc = 0;
-
-	/* The path as written, without "." and empty components. */
-	for (const char *p = w->relpath; rc == 0 && *p;) {
+	for (const char *p = relpath; rc == 0 && *p;) {
 		while (*p == '/')
 			p++;
 		const char *c = p;
 		while (*p && *p != '/')
 			p++;
 		if (p > c && !(p - c == 1 && c[0] == '.'))
-			rc = sb_add(&pfx, c, (size_t)(p - c));
+			rc = sb_add(b, c, (size_t)(p - c));
 	}
-	if (rc < 0)
+	return rc;
+}
+
+/* The pool thread's job (as the request's user). */
+static long w_run(void *arg)
+{
+	struct lk__walk *w = arg;
+	struct lk__sb pfx = { 0 };
+	int rc = w_norm(w->relpath, &pfx);
+	if (rc < 0) {
+		free(pfx.p);
 		return rc;
+	}
 	int fl = w->oflags;
 	if (w->flags & LK_LOOKUP_NOCASE)
 		fl &= ~(O_CREAT | O_EXCL);
@@ -438,6 +447,41 @@ static void walk_cancel_member(struct lk__member *m)
 	lk_op_cancel((struct lk_op *)m);
 }
 
+/* The path as written, all in the dcache and no symlink when that is
+ * asked for: done here, without a hand-off (as lk_open's inline try).
+ * 0 done, 1 not. As another user it is left to the pool thread, whose
+ * ids are switched anyway. */
+static int walk_inline(lk_root_t *r, const char *relpath,
+		       const struct lk_lookup_opts *o, struct lk_lookup *out)
+{
+	if (o->cred || (o->oflags & (O_CREAT | O_TRUNC | __O_TMPFILE)))
+		return 1;
+	struct lk__sb b = { 0 };
+	struct open_how how = {
+		.flags = (uint64_t)(unsigned)o->oflags | O_CLOEXEC,
+		.resolve = lk__resolve_flags(r) | RESOLVE_CACHED,
+	};
+	if (o->flags & LK_LOOKUP_STOP_SYMLINK)
+		how.resolve |= RESOLVE_NO_SYMLINKS;
+	if (w_norm(relpath, &b) < 0) {
+		free(b.p);
+		return 1;
+	}
+	long fd = syscall(SYS_openat2, r->fd, sb_str(&b), &how, sizeof(how));
+	if (fd < 0 || lk__fstatx((int)fd, STATX_BASIC_STATS,
+				 &out->file.stx) < 0 ||
+	    !(out->path = strdup(b.len ? b.p : ""))) {
+		if (fd >= 0)
+			close((int)fd);
+		free(b.p);
+		return 1;
+	}
+	free(b.p);
+	out->file.fd = (int)fd;
+	lk__st.opens_inline++;
+	return 0;
+}
+
 /* 0 done (*out), 1 pending (*opp), or -errno. */
 static int walk_start(lk_root_t *r, const char *relpath,
 		      const struct lk_lookup_opts *o, struct lk_lookup *out,
@@ -445,6 +489,8 @@ static int walk_start(lk_root_t *r, const char *relpath,
 {
 	if (o->group && o->group->cancelled)
 		return -ECANCELED;
+	if (walk_inline(r, relpath, o, out) == 0)
+		return 0;
 	size_t len = strlen(relpath);
 	struct lk__walk *w = calloc(1, sizeof(*w) + len + 1);
 	struct lk_op *op = calloc(1, sizeof(*op) + 1);

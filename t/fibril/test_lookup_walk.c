@@ -355,6 +355,18 @@ START_TEST(callback_style)
 	ck_assert_str_eq(r2.path, "a/link");
 	ck_assert_int_eq(r3.res, -ECANCELED);
 	ck_assert_int_eq(r1.calls + r2.calls + r3.calls, 3);
+	/* A name as written, in the dcache: done inline, no callback. */
+	struct lk_stats st0, st1;
+	lk_stats(&st0);
+	o.flags = LK_LOOKUP_NOCASE | LK_LOOKUP_STOP_SYMLINK;
+	rc = lk_lookup_start(root, "./Foo", &o, &out, on_lookup, &r1, NULL);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_str_eq(out.path, "Foo");
+	ck_assert_int_eq(out.stopped, 0);
+	lk_lookup_release(&out);
+	lk_stats(&st1);
+	ck_assert_uint_eq(st1.opens_inline, st0.opens_inline + 1);
+	ck_assert_int_eq(r1.calls, 1);
 	/* Without flags: an open (inline when cached). */
 	struct cbres r4 = { 0 };
 	rc = lk_lookup_start(root, "f", NULL, &out, on_lookup, &r4, NULL);
