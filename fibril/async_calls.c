@@ -125,6 +125,28 @@ long x__exec_plain(long call, const unsigned long *a)
 	}
 }
 
+/* Calls that check permissions by path; the rest act on an open fd
+ * (or are the engine's own) and run as they are. */
+static bool x__cred_matters(long call)
+{
+	return call == ASYNC_OPENAT2 || call == ASYNC_STATX ||
+	       call == ASYNC_READLINKAT || call == ASYNC_CALL;
+}
+
+long x__exec_as(struct x__cred *c, long call, const unsigned long *args)
+{
+	if (!c || !x__cred_matters(call))
+		return x__exec_plain(call, args);
+	struct x__cred_saved s;
+	int rc = x__cred_push(c, &s);
+	if (rc < 0)
+		return rc;
+	long r = x__exec_plain(call, args);
+	if (rc)
+		x__cred_pop(&s);
+	return r;
+}
+
 long x__exec(long call, const unsigned long *a)
 {
 	return x__exec_as(x__cred_current(), call, a);

@@ -18,12 +18,12 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fibril/async_int.h"
 #include "fibril/async_cred.h"
 
 static _Atomic uint64_t x__cred_ids;
@@ -128,31 +128,22 @@ int x__cred_switched(void)
 	return x__in_cred != NULL;
 }
 
-/* Calls that check permissions by path; the rest act on an open fd
- * (or are the engine's own) and run as they are. */
-static bool x__cred_matters(long call)
+int x__cred_push(const struct x__cred *c, struct x__cred_saved *s)
 {
-	return call == ASYNC_OPENAT2 || call == ASYNC_STATX ||
-	       call == ASYNC_READLINKAT || call == ASYNC_CALL;
-}
-
-long x__exec_as(struct x__cred *c, long call, const unsigned long *args)
-{
-	if (!c || !x__cred_matters(call))
-		return x__exec_plain(call, args);
 	if (x__in_cred) {
 		/* Already someone (a function run as a user submitted a
 		 * call): the same user goes on, another may not. */
-		return x__in_cred->id == c->id ? x__exec_plain(call, args)
-					       : -EPERM;
+		return x__in_cred->id == c->id ? 0 : -EPERM;
 	}
-	struct x__cred_saved s;
-	int rc = x__cred_enter(c, &s);
+	int rc = x__cred_enter(c, s);
 	if (rc < 0)
 		return rc;
 	x__in_cred = c;
-	long r = x__exec_plain(call, args);
+	return 1;
+}
+
+void x__cred_pop(struct x__cred_saved *s)
+{
 	x__in_cred = NULL;
-	x__cred_leave(&s);
-	return r;
+	x__cred_leave(s);
 }

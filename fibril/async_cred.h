@@ -41,11 +41,18 @@ int x__cred_enter(const struct x__cred *c, struct x__cred_saved *s);
  * ids back: it must never go on serving as someone else. */
 void x__cred_leave(struct x__cred_saved *s);
 
+/* x__cred_enter() for a call, unless this thread already runs as @c
+ * (a function run as a user made a call of its own): 1 switched (undo
+ * with x__cred_pop), 0 already that user, -EPERM already another one,
+ * or enter's error. */
+int x__cred_push(const struct x__cred *c, struct x__cred_saved *s);
+void x__cred_pop(struct x__cred_saved *s);
+
 /* The credentials later submissions on this thread carry (NULL: the
  * thread's own). Returns the previous setting. */
 struct x__cred *x__cred_use(struct x__cred *c);
 struct x__cred *x__cred_current(void);
-/* True while this thread runs switched (by x__exec or a pool call). */
+/* True while this thread runs switched (x__cred_push). */
 int x__cred_switched(void);
 
 #endif

@@ -189,15 +189,15 @@ static long lk__syscall_plain(long call, const unsigned long *a)
 
 long lk__syscall(const lk_cred_t *cred, long call, const unsigned long *a)
 {
-	if (!cred || x__cred_switched() || call == ASYNC_GETDENTS64 ||
-	    call == ASYNC_CLOSE)
+	if (!cred || call == ASYNC_GETDENTS64 || call == ASYNC_CLOSE)
 		return lk__syscall_plain(call, a);
 	struct x__cred_saved saved;
-	int rc = x__cred_enter(lk__x(cred), &saved);
+	int rc = x__cred_push(lk__x(cred), &saved);
 	if (rc < 0)
 		return rc;
 	long r = lk__syscall_plain(call, a);
-	x__cred_leave(&saved);
+	if (rc)
+		x__cred_pop(&saved);
 	return r;
 }
 
