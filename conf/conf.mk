@@ -8,15 +8,14 @@ sysconf_DATA = conf/fileserverd.conf
 EXTRA_DIST += conf/fileserverd.conf
 dist_man_MANS += man/fileserverd.conf.5
 
-# Check unit tests of the parser (also run under ASan+UBSan).
-CONF_TESTS = t/conf/test_conf
-check_PROGRAMS += $(CONF_TESTS)
-TESTS += $(CONF_TESTS)
-UNIT_TESTS += $(CONF_TESTS)
+# ---- unit tests (the naming scheme is in Makefile.am) ----
+CONF_UNIT = t/conf/test_conf
+check_PROGRAMS += $(CONF_UNIT)
+TESTS += $(CONF_UNIT)
+UNIT_TESTS += $(CONF_UNIT)
 t_conf_test_conf_SOURCES = t/conf/test_conf.c
-t_conf_test_conf_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
-	-DSRCDIR='"$(abs_top_srcdir)"'
-t_conf_test_conf_LDADD = conf/libconf.la $(CHECK_LIBS)
+t_conf_test_conf_CFLAGS = $(UNIT_CFLAGS) -DSRCDIR='"$(abs_top_srcdir)"'
+t_conf_test_conf_LDADD = conf/libconf.la $(UNIT_LDADD)
 
 # libFuzzer target for the parser (run by `make fuzz-check`, proto.mk).
 FUZZ_TARGETS += t/conf/fuzz_conf

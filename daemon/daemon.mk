@@ -40,12 +40,11 @@ fileserverd_SOURCES += \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \
 	daemon/listing_etag.c
-LISTING_IT = t/daemon/listing.sh t/daemon/listing-slow.sh t/daemon/listing-names.sh
+LISTING_IT = t/daemon/listing.sh t/daemon/listing-slow.sh t/daemon/listing-names.sh \
+	t/browser/listing-browser.sh
 TESTS += $(LISTING_IT)
 dist_check_SCRIPTS += $(LISTING_IT)
 EXTRA_DIST += t/daemon/listing_check.py
-TESTS += t/browser/listing-browser.sh
-dist_check_SCRIPTS += t/browser/listing-browser.sh
 EXTRA_DIST += t/browser/listing-browser.mjs t/browser/package.json t/browser/package-lock.json
 
 # --- fcache (PERF) ---

@@ -20,27 +20,6 @@ fibril_libfibril_la_SOURCES += fibril/switch_ucontext.c
 endif
 EXTRA_DIST += fibril/switch_x86_64.S fibril/switch_aarch64.S fibril/switch_ucontext.c
 
-FIBRIL_TEST_LDADD = fibril/libfibril.la $(CHECK_LIBS)
-FIBRIL_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-check_PROGRAMS += t/fibril/test_fibril
-t_fibril_test_fibril_SOURCES = t/fibril/test_fibril.c
-t_fibril_test_fibril_CFLAGS = $(FIBRIL_TEST_CFLAGS)
-t_fibril_test_fibril_LDADD = $(FIBRIL_TEST_LDADD)
-TESTS += t/fibril/test_fibril
-UNIT_TESTS += t/fibril/test_fibril
-check_PROGRAMS += t/fibril/test_fibril_stack
-t_fibril_test_fibril_stack_SOURCES = t/fibril/test_fibril_stack.c
-t_fibril_test_fibril_stack_CFLAGS = $(FIBRIL_TEST_CFLAGS)
-t_fibril_test_fibril_stack_LDADD = $(FIBRIL_TEST_LDADD)
-TESTS += t/fibril/test_fibril_stack
-UNIT_TESTS += t/fibril/test_fibril_stack
-check_PROGRAMS += t/fibril/test_fibril_regs
-t_fibril_test_fibril_regs_SOURCES = t/fibril/test_fibril_regs.c
-t_fibril_test_fibril_regs_CFLAGS = $(FIBRIL_TEST_CFLAGS)
-t_fibril_test_fibril_regs_LDADD = $(FIBRIL_TEST_LDADD) -lm
-TESTS += t/fibril/test_fibril_regs
-UNIT_TESTS += t/fibril/test_fibril_regs
-
 noinst_PROGRAMS += contrib/bench/fibril-bench
 contrib_bench_fibril_bench_SOURCES = contrib/bench/fibril-bench.c
 contrib_bench_fibril_bench_LDADD = fibril/libfibril.la -lpthread
@@ -49,20 +28,29 @@ contrib_bench_fibril_bench_LDADD = fibril/libfibril.la -lpthread
 # a GOT load for the scheduler's TLS slot, about 1-2 ns of a 9 ns switch.
 contrib_bench_fibril_bench_LDFLAGS = -static
 
-# Check-free core test: also what contrib/cross/aarch64-test.sh
-# cross-builds and runs under qemu-user.
-check_PROGRAMS += t/fibril/test_fibril_core
+# ---- tests (the naming scheme is in Makefile.am) ----
+# test_fibril_core uses no Check: contrib/cross/aarch64-test.sh
+# cross-builds it and runs it under qemu-user.
+FIBRIL_UNIT = t/fibril/test_fibril t/fibril/test_fibril_stack \
+	t/fibril/test_fibril_regs t/fibril/test_fibril_core
+check_PROGRAMS += $(FIBRIL_UNIT)
+TESTS += $(FIBRIL_UNIT)
+UNIT_TESTS += $(FIBRIL_UNIT)
+t_fibril_test_fibril_SOURCES = t/fibril/test_fibril.c
+t_fibril_test_fibril_CFLAGS = $(UNIT_CFLAGS)
+t_fibril_test_fibril_LDADD = fibril/libfibril.la $(UNIT_LDADD)
+t_fibril_test_fibril_stack_SOURCES = t/fibril/test_fibril_stack.c
+t_fibril_test_fibril_stack_CFLAGS = $(UNIT_CFLAGS)
+t_fibril_test_fibril_stack_LDADD = fibril/libfibril.la $(UNIT_LDADD)
+t_fibril_test_fibril_regs_SOURCES = t/fibril/test_fibril_regs.c
+t_fibril_test_fibril_regs_CFLAGS = $(UNIT_CFLAGS)
+t_fibril_test_fibril_regs_LDADD = fibril/libfibril.la $(UNIT_LDADD) -lm
 t_fibril_test_fibril_core_SOURCES = t/fibril/test_fibril_core.c
 t_fibril_test_fibril_core_LDADD = fibril/libfibril.la -lm
-TESTS += t/fibril/test_fibril_core
-UNIT_TESTS += t/fibril/test_fibril_core
-# The same tests under valgrind (not in UNIT_TESTS: the ASan build would
-# run valgrind on sanitized binaries).
-TESTS += t/fibril/valgrind.sh
-dist_check_SCRIPTS += t/fibril/valgrind.sh
-
-# aarch64: the same core test cross-built and run under qemu-user
-# (skips with 77 without gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
-# and qemu-user).
-TESTS += contrib/cross/aarch64-test.sh
-EXTRA_DIST += contrib/cross/aarch64-test.sh
+# The core tests under valgrind (not in UNIT_TESTS: the ASan build would
+# run valgrind on sanitized binaries), and cross-built for aarch64 under
+# qemu-user (skips with 77 without gcc-aarch64-linux-gnu,
+# libc6-dev-arm64-cross and qemu-user).
+FIBRIL_IT = t/fibril/valgrind.sh contrib/cross/aarch64-test.sh
+TESTS += $(FIBRIL_IT)
+dist_check_SCRIPTS += $(FIBRIL_IT)

@@ -15,40 +15,41 @@ proto_libproto_la_SOURCES = \
 	proto/listing.c proto/listing.h \
 	proto/errpage.c proto/errpage.h
 
-# ---- Check unit tests (also run under ASan+UBSan: UNIT_TESTS) ----
-x__proto_tests = t/proto/test_url t/proto/test_mime t/proto/test_httpdate t/proto/test_accept \
-	t/proto/test_cond t/proto/test_range t/proto/test_reqcheck \
-	t/proto/test_listing t/proto/test_errpage
-check_PROGRAMS += $(x__proto_tests)
-TESTS += $(x__proto_tests)
-UNIT_TESTS += $(x__proto_tests)
-x__proto_test_cflags = $(AM_CFLAGS) $(CHECK_CFLAGS)
-x__proto_test_ldadd = proto/libproto.la $(CHECK_LIBS)
-EXTRA_DIST += t/proto/tmain.h
+# ---- unit tests (the naming scheme is in Makefile.am) ----
+PROTO_UNIT = t/proto/test_url t/proto/test_mime t/proto/test_httpdate \
+	t/proto/test_accept t/proto/test_cond t/proto/test_range \
+	t/proto/test_reqcheck t/proto/test_listing t/proto/test_errpage
+check_PROGRAMS += $(PROTO_UNIT)
+TESTS += $(PROTO_UNIT)
+UNIT_TESTS += $(PROTO_UNIT)
+PROTO_UNIT_LDADD = proto/libproto.la $(UNIT_LDADD)
 t_proto_test_url_SOURCES = t/proto/test_url.c
-t_proto_test_url_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_url_LDADD = $(x__proto_test_ldadd)
+t_proto_test_url_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_url_LDADD = $(PROTO_UNIT_LDADD)
 t_proto_test_mime_SOURCES = t/proto/test_mime.c
-t_proto_test_mime_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_mime_LDADD = $(x__proto_test_ldadd)
+t_proto_test_mime_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_mime_LDADD = $(PROTO_UNIT_LDADD)
 t_proto_test_httpdate_SOURCES = t/proto/test_httpdate.c
-t_proto_test_httpdate_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_httpdate_LDADD = $(x__proto_test_ldadd)
+t_proto_test_httpdate_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_httpdate_LDADD = $(PROTO_UNIT_LDADD)
+t_proto_test_accept_SOURCES = t/proto/test_accept.c
+t_proto_test_accept_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_accept_LDADD = $(PROTO_UNIT_LDADD)
 t_proto_test_cond_SOURCES = t/proto/test_cond.c
-t_proto_test_cond_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_cond_LDADD = $(x__proto_test_ldadd)
+t_proto_test_cond_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_cond_LDADD = $(PROTO_UNIT_LDADD)
 t_proto_test_range_SOURCES = t/proto/test_range.c
-t_proto_test_range_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_range_LDADD = $(x__proto_test_ldadd)
+t_proto_test_range_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_range_LDADD = $(PROTO_UNIT_LDADD)
 t_proto_test_reqcheck_SOURCES = t/proto/test_reqcheck.c
-t_proto_test_reqcheck_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_reqcheck_LDADD = $(x__proto_test_ldadd)
+t_proto_test_reqcheck_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_reqcheck_LDADD = $(PROTO_UNIT_LDADD)
 t_proto_test_listing_SOURCES = t/proto/test_listing.c
-t_proto_test_listing_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_listing_LDADD = $(x__proto_test_ldadd)
+t_proto_test_listing_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_listing_LDADD = $(PROTO_UNIT_LDADD)
 t_proto_test_errpage_SOURCES = t/proto/test_errpage.c
-t_proto_test_errpage_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_errpage_LDADD = $(x__proto_test_ldadd)
+t_proto_test_errpage_CFLAGS = $(UNIT_CFLAGS)
+t_proto_test_errpage_LDADD = $(PROTO_UNIT_LDADD)
 
 # ---- libFuzzer targets (not in TESTS). `make fuzz-check` builds them
 # with clang and runs each for FUZZ_SECONDS (default 20) on a copy of its
@@ -73,6 +74,3 @@ clean-local: clean-fuzz
 clean-fuzz:
 	rm -rf t/proto/fuzz-artifacts t/conf/fuzz-artifacts
 .PHONY: fuzz-proto fuzz-check clean-fuzz
-t_proto_test_accept_SOURCES = t/proto/test_accept.c
-t_proto_test_accept_CFLAGS = $(x__proto_test_cflags)
-t_proto_test_accept_LDADD = $(x__proto_test_ldadd)

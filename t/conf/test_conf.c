@@ -3,12 +3,13 @@
 #include "conf/conf.h"
 
 #include <arpa/inet.h>
-#include <check.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "t/tmain.h"
 
 /* Collected "file:line: message" lines of one load. */
 static char msgs[16][512];
@@ -306,12 +307,10 @@ START_TEST(sample_is_valid)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
 	Suite *s = suite_create("conf");
 	TCase *tc = tcase_create("parse");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, defaults);
 	tcase_add_test(tc, full_file);
@@ -323,9 +322,7 @@ int main(void)
 	tcase_add_test(tc, sample_is_valid);
 	tcase_add_test(tc, dotfiles_and_targets);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return s;
 }
+
+TMAIN_SUITE(.suite = suite);

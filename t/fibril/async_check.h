@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fibril/async.h"
+#include "t/tmain.h"
 
 static char tdir[64];
 static int tdfd = -1;
@@ -64,15 +65,6 @@ static inline void drive_until(async_engine_t *e, const long *res, long cookie)
 		int t = async_engine_timeout_ms(e);
 		poll(&p, 1, t < 0 ? 100 : t);
 	}
-}
-
-static inline int run_suite(Suite *s)
-{
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
 }
 
 #endif

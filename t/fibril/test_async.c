@@ -895,7 +895,7 @@ START_TEST(fallback_enosys)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
 	Suite *s = suite_create("async");
 	TCase *tc = tcase_create("thread");
@@ -926,5 +926,7 @@ int main(void)
 	tcase_add_test(tc, fallback_eperm);
 	tcase_add_test(tc, fallback_enosys);
 	suite_add_tcase(s, tc);
-	return run_suite(s);
+	return s;
 }
+
+TMAIN_SUITE(.suite = suite);

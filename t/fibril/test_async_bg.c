@@ -259,7 +259,7 @@ START_TEST(flags_checked)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
 	Suite *s = suite_create("async_bg");
 	TCase *tc = tcase_create("background");
@@ -272,5 +272,7 @@ int main(void)
 	tcase_add_test(tc, held_completion_delivered);
 	tcase_add_test(tc, flags_checked);
 	suite_add_tcase(s, tc);
-	return run_suite(s);
+	return s;
 }
+
+TMAIN_SUITE(.suite = suite);

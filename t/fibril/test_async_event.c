@@ -163,7 +163,7 @@ START_TEST(callbacks_in_event_base)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
 	Suite *s = suite_create("async_event");
 	TCase *tc = tcase_create("libevent");
@@ -173,5 +173,7 @@ int main(void)
 	tcase_add_test(tc, fibril_started_from_callback);
 	tcase_add_test(tc, callbacks_in_event_base);
 	suite_add_tcase(s, tc);
-	return run_suite(s);
+	return s;
 }
+
+TMAIN_SUITE(.suite = suite);

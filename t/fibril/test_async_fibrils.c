@@ -228,7 +228,7 @@ START_TEST(cached_calls_never_park)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
 	Suite *s = suite_create("async_fibrils");
 	TCase *tc = tcase_create("fibrils");
@@ -239,5 +239,7 @@ int main(void)
 	tcase_add_test(tc, cancel_from_other_fibril);
 	tcase_add_test(tc, cached_calls_never_park);
 	suite_add_tcase(s, tc);
-	return run_suite(s);
+	return s;
 }
+
+TMAIN_SUITE(.suite = suite);

@@ -1,12 +1,12 @@
 /* t/fibril/test_fibril.c: scheduler semantics of libfibril. */
 #include "first.h"
 
-#include <check.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 
 #include "fibril/fibril.h"
+#include "t/tmain.h"
 
 static void setup(void)
 {
@@ -416,8 +416,7 @@ START_TEST(test_waitq_timeout_leaves_queue)
 }
 END_TEST
 
-Suite *fibril_suite(void);
-Suite *fibril_suite(void)
+static Suite *fibril_suite(void)
 {
 	Suite *s = suite_create("fibril");
 	TCase *tc = tcase_create("sched");
@@ -445,11 +444,4 @@ Suite *fibril_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(fibril_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+TMAIN_SUITE(.suite = fibril_suite);

@@ -4,12 +4,12 @@
  * set for itself. */
 #include "first.h"
 
-#include <check.h>
 #include <fenv.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "fibril/fibril.h"
+#include "t/tmain.h"
 
 static void setup(void)
 {
@@ -284,8 +284,7 @@ START_TEST(test_values_live_across_switches)
 }
 END_TEST
 
-Suite *regs_suite(void);
-Suite *regs_suite(void)
+static Suite *regs_suite(void)
 {
 	Suite *s = suite_create("fibril_regs");
 	TCase *tc = tcase_create("regs");
@@ -302,11 +301,4 @@ Suite *regs_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(regs_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+TMAIN_SUITE(.suite = regs_suite);

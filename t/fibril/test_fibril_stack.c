@@ -2,7 +2,6 @@
  * recursion, and the guard page catching an overflow. */
 #include "first.h"
 
-#include <check.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "fibril/fibril.h"
+#include "t/tmain.h"
 
 static void teardown(void)
 {
@@ -165,8 +165,7 @@ START_TEST(test_guard_catches_overflow)
 }
 END_TEST
 
-Suite *stack_suite(void);
-Suite *stack_suite(void)
+static Suite *stack_suite(void)
 {
 	Suite *s = suite_create("fibril_stack");
 	TCase *tc = tcase_create("stack");
@@ -179,11 +178,4 @@ Suite *stack_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(stack_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+TMAIN_SUITE(.suite = stack_suite);

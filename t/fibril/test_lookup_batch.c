@@ -12,7 +12,7 @@
 #include <sys/statfs.h>
 #include <linux/magic.h>
 
-#include "test_lookup.h"
+#include "lookup_check.h"
 
 TL_ROOT_FIXTURE
 
@@ -154,8 +154,8 @@ START_TEST(like_statx)
 }
 END_TEST
 
-/* The same on tmpfs, when /dev/shm is one (main() makes and removes
- * shm_dir: a failed test leaves nothing behind). */
+/* The same on tmpfs, when /dev/shm is one (before() makes and after()
+ * removes shm_dir: a failed test leaves nothing behind). */
 static char shm_dir[64];
 
 START_TEST(like_statx_tmpfs)
@@ -234,7 +234,7 @@ START_TEST(eacces_per_entry)
 	tl_run_fibril(eacces_runs, NULL);
 	ck_assert_int_eq(chmod(p, 0755), 0);
 	/* As nobody, teardown could not remove tl_dir from root's run
-	 * directory: main() removes it with the rest. */
+	 * directory: after() removes it with the rest. */
 	if (getuid() == 65534)
 		tl_dir[0] = 0;
 }
@@ -388,7 +388,7 @@ START_TEST(close_and_destroy_in_flight)
 }
 END_TEST
 
-int main(void)
+static int before(void)
 {
 	tl_run_dir_begin();
 	struct statfs sf;
@@ -397,6 +397,18 @@ int main(void)
 		if (!mkdtemp(shm_dir))
 			shm_dir[0] = 0;
 	}
+	return 0;
+}
+
+static void after(void)
+{
+	tl_run_dir_end();
+	if (shm_dir[0])
+		tl_rm_rf(shm_dir);
+}
+
+static Suite *suite(void)
+{
 	Suite *s = suite_create("lookup_batch");
 	TCase *tc = tcase_create("batch");
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -409,12 +421,7 @@ int main(void)
 	tcase_add_test(tc, deleted_streaming);
 	tcase_add_test(tc, close_and_destroy_in_flight);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_run_dir_end();
-	if (shm_dir[0])
-		tl_rm_rf(shm_dir);
-	return failed ? 1 : 0;
+	return s;
 }
+
+TMAIN_SUITE(.suite = suite, .before = before, .after = after);

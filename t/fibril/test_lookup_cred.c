@@ -7,7 +7,7 @@
 #include <grp.h>
 #include <sys/wait.h>
 
-#include "test_lookup.h"
+#include "lookup_check.h"
 
 #define NOBODY 65534
 #define OWNER 12345
@@ -417,17 +417,13 @@ static Suite *suite(void)
 	return s;
 }
 
-int main(void)
+static int before(void)
 {
 	if (geteuid() != 0) {
 		fprintf(stderr, "not root: credentials cannot be switched\n");
 		return 77;
 	}
-	tl_run_dir_begin();
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_run_dir_end();
-	return failed ? 1 : 0;
+	return tl_run_dir_begin();
 }
+
+TMAIN_SUITE(.suite = suite, .before = before, .after = tl_run_dir_end);

@@ -10,7 +10,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "test_lookup.h"
+#include "lookup_check.h"
 #include "thread_policy.h"
 
 static char back[300], mnt[300];
@@ -400,7 +400,7 @@ START_TEST(cancel_frees)
 }
 END_TEST
 
-int main(void)
+static int before(void)
 {
 	int rc = mount_slowfs(1);
 	if (rc) {
@@ -411,6 +411,11 @@ int main(void)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	return 0;
+}
+
+static Suite *suite(void)
+{
 	Suite *s = suite_create("lookup_slowfs");
 	TCase *tc = tcase_create("slowfs");
 	tcase_set_timeout(tc, 120);
@@ -421,10 +426,7 @@ int main(void)
 	tcase_add_test(tc, background_scan);
 	tcase_add_test(tc, open_callback_and_cancel);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	unmount_all();
-	return failed ? 1 : 0;
+	return s;
 }
+
+TMAIN_SUITE(.suite = suite, .before = before, .after = unmount_all);

@@ -5,7 +5,7 @@
 
 #include <stdatomic.h>
 
-#include "test_lookup.h"
+#include "lookup_check.h"
 
 TL_ROOT_FIXTURE
 
@@ -402,13 +402,4 @@ static Suite *suite(void)
 	return s;
 }
 
-int main(void)
-{
-	tl_run_dir_begin();
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_run_dir_end();
-	return failed ? 1 : 0;
-}
+TMAIN_SUITE(.suite = suite, .before = tl_run_dir_begin, .after = tl_run_dir_end);

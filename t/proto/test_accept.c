@@ -2,7 +2,7 @@
 
 #include "proto/accept.h"
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 START_TEST(encoding)
 {
@@ -59,4 +59,4 @@ START_TEST(media)
 }
 END_TEST
 
-TMAIN("accept", encoding, media)
+TMAIN_TESTS("accept", encoding, media);

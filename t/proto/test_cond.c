@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 #define NOW ((time_t)1796256000)
 #define LM ((time_t)784111777)                  /* Sun, 06 Nov 1994 08:49:37 GMT */
@@ -171,4 +171,4 @@ START_TEST(if_range)
 }
 END_TEST
 
-TMAIN("cond", make, match_lists, eval_single, eval_precedence, if_range)
+TMAIN_TESTS("cond", make, match_lists, eval_single, eval_precedence, if_range);

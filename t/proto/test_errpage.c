@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 START_TEST(pages)
 {
@@ -52,4 +52,4 @@ START_TEST(generic)
 }
 END_TEST
 
-TMAIN("errpage", pages, reasons, generic)
+TMAIN_TESTS("errpage", pages, reasons, generic);

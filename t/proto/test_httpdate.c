@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 #define NOW ((time_t)1796256000)        /* 2026-12-03 */
 
@@ -137,4 +137,4 @@ START_TEST(garbage)
 }
 END_TEST
 
-TMAIN("httpdate", format, agrees_with_libc, three_forms, rfc850_century, garbage)
+TMAIN_TESTS("httpdate", format, agrees_with_libc, three_forms, rfc850_century, garbage);

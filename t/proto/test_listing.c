@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 /* ---- a small strict JSON parser: validates and collects strings ---- */
 
@@ -674,7 +674,7 @@ START_TEST(path_hidden)
 }
 END_TEST
 
-TMAIN("listing", json_string_exact, json_exact_document, json_hostile_roundtrip,
-      ndjson_lines, html_escaping, html_sort_links, html_100k_rows,
-      html_divs_balance, negotiate,
-      buf_ops, path_hidden)
+TMAIN_TESTS("listing", json_string_exact, json_exact_document, json_hostile_roundtrip,
+            ndjson_lines, html_escaping, html_sort_links, html_100k_rows,
+            html_divs_balance, negotiate,
+            buf_ops, path_hidden);

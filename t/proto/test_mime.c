@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 static struct proto_mime *m;
 
@@ -125,4 +125,4 @@ START_TEST(system_file)
 }
 END_TEST
 
-TMAIN("mime", builtin, load_text, system_file)
+TMAIN_TESTS("mime", builtin, load_text, system_file);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 static struct proto_range r[16];
 static unsigned n;
@@ -208,5 +208,5 @@ START_TEST(multipart)
 }
 END_TEST
 
-TMAIN("range", single, multi_and_coalesce, invalid_is_ignored, unsatisfiable,
-      overflow_saturates, cap, multipart)
+TMAIN_TESTS("range", single, multi_and_coalesce, invalid_is_ignored, unsatisfiable,
+            overflow_saturates, cap, multipart);

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 #define MAXT 4096
 
@@ -225,5 +225,5 @@ START_TEST(first_bytes)
 }
 END_TEST
 
-TMAIN("reqcheck", good, host, fields, framing, expect_and_target,
-      first_problem_wins_close_accumulates, methods, first_bytes)
+TMAIN_TESTS("reqcheck", good, host, fields, framing, expect_and_target,
+            first_problem_wins_close_accumulates, methods, first_bytes);

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "t/proto/tmain.h"
+#include "t/tmain.h"
 
 static char buf[256];
 static struct proto_target t;
@@ -266,6 +266,6 @@ START_TEST(encode)
 }
 END_TEST
 
-TMAIN("url", normalise, dots_encoded, hostile_bytes, overlong_is_bytes,
-      query_and_fragment, absolute_form, buffer_limits, relpath, query_get,
-      listq, encode)
+TMAIN_TESTS("url", normalise, dots_encoded, hostile_bytes, overlong_is_bytes,
+            query_and_fragment, absolute_form, buffer_limits, relpath, query_get,
+            listq, encode);

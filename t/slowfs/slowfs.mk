@@ -12,5 +12,6 @@ t_slowfs_slowfs_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
 t_slowfs_slowfs_LDADD = $(FUSE3_LIBS) -lpthread
 endif
 # Runs (and skips with 77) whether or not fuse3 was found.
-TESTS += t/slowfs/test-slowfs.sh
-dist_check_SCRIPTS += t/slowfs/test-slowfs.sh
+SLOWFS_IT = t/slowfs/test-slowfs.sh
+TESTS += $(SLOWFS_IT)
+dist_check_SCRIPTS += $(SLOWFS_IT)

@@ -1,6 +1,6 @@
-/* Helpers shared by t/fibril/test_lookup*.c (header-only, static). */
-#ifndef T_FIBRIL_TEST_LOOKUP_H
-#define T_FIBRIL_TEST_LOOKUP_H
+/* Helpers shared by t/fibril/test_lookup_*.c (header-only, static). */
+#ifndef T_FIBRIL_LOOKUP_CHECK_H
+#define T_FIBRIL_LOOKUP_CHECK_H
 
 #include <check.h>
 #include <stdbool.h>
@@ -15,6 +15,7 @@
 #include "fibril/fibril.h"
 #include "fibril/async.h"
 #include "fibril/lookup.h"
+#include "t/tmain.h"
 
 #define TL_FN static __attribute__((unused))
 
@@ -28,11 +29,13 @@ TL_FN void tl_rm_rf(const char *dir)
 		fprintf(stderr, "cleanup of %s failed\n", dir);
 }
 
-/* For main(): every test directory goes below one private directory,
- * removed at the end even when a forked test failed before its teardown. */
+/* Around the run (.before and .after of TMAIN_SUITE): every test
+ * directory goes below one private directory, removed at the end even
+ * when a forked test failed before its teardown. Without it the tests
+ * still run, in $TMPDIR itself. */
 static char tl_run_dir[256];
 
-TL_FN void tl_run_dir_begin(void)
+TL_FN int tl_run_dir_begin(void)
 {
 	const char *t = getenv("TMPDIR");
 	snprintf(tl_run_dir, sizeof(tl_run_dir), "%s/lkrun.XXXXXX",
@@ -41,6 +44,7 @@ TL_FN void tl_run_dir_begin(void)
 		setenv("TMPDIR", tl_run_dir, 1);
 	else
 		tl_run_dir[0] = 0;
+	return 0;
 }
 
 TL_FN void tl_run_dir_end(void)
