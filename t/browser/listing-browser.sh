@@ -6,6 +6,7 @@
 # Skips (77) without node, chromium, or playwright-core (node_modules
 # here, or `npm ci` from the committed package-lock.json).
 . "$top_srcdir/t/daemon/lib.sh"
+slow_test  # a browser start and a 100,000-entry page
 
 need node
 [ -x /usr/bin/chromium ] || { echo "SKIP: /usr/bin/chromium not installed"; exit 77; }

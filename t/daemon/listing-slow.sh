@@ -3,6 +3,7 @@
 # listing waits; concurrent identical listings share one directory read;
 # listings beyond max_listings get 503 + Retry-After.
 . "$top_srcdir/t/daemon/lib.sh"
+slow_test  # delayed file system by design
 . "$top_srcdir/t/slowfs/lib.sh"
 
 command -v ps >/dev/null 2>&1 || { echo "SKIP: ps is not installed"; exit 77; }

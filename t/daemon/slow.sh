@@ -4,6 +4,7 @@
 # cancelled; a stop does not wait for it.
 . "$top_srcdir/t/daemon/lib.sh"
 . "$top_srcdir/t/slowfs/lib.sh"
+slow_test  # delayed file system and timeouts by design
 
 D=$T/root
 mkdir -p "$D/slow" "$T/back/sub"

@@ -12,6 +12,7 @@
 # `make check-unit`). test_fibril_stack is left out for time (four
 # minutes under valgrind); run it by hand with the same command.
 set -u
+case ${FSD_QUICK:-0} in 0) ;; *) echo "SKIP: slow, not in a quick run (FSD_QUICK)"; exit 77 ;; esac
 command -v valgrind >/dev/null 2>&1 || { echo "no valgrind"; exit 77; }
 lt="$top_builddir/libtool"
 out=$(mktemp "${TMPDIR:-/tmp}/fsd-vg.XXXXXX") || exit 1
