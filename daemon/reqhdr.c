@@ -54,31 +54,20 @@ struct collect {
 	size_t head;            /* bytes of the request head as sent (about) */
 };
 
-/* Client bytes for the error log: controls, non-ASCII, quotes and
- * backslashes as \xNN; cut (with "...") to fit @size. */
-static const char *escape(char *out, size_t size, const char *s, size_t len)
+/* Client bytes for the error log, which escapes them itself: cut (with
+ * "...") to fit @size, a NUL byte shown as '@' since the log takes C
+ * strings (the reason in the same line says when NUL was the fault). */
+static const char *clip(char *out, size_t size, const char *s, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
+	size_t n = len < size ? len : size - 4;
 
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (o + 8 >= size) {
-			memcpy(out + o, "...", 3);
-			o += 3;
-			break;
-		}
-		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = hex[ch >> 4];
-			out[o++] = hex[ch & 15];
-		} else {
-			out[o++] = (char)ch;
-		}
+	for (size_t i = 0; i < n; i++)
+		out[i] = s[i] ? s[i] : '@';
+	if (n < len) {
+		memcpy(out + n, "...", 3);
+		n += 3;
 	}
-	out[o] = 0;
+	out[n] = 0;
 	return out;
 }
 
@@ -242,8 +231,8 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
 	if (v.status) {
 		char m[64], u[256];
 
-		fsd_log(LOG_INFO, "%s %s: %u: %s", escape(m, sizeof m, rq->method_str, strlen(rq->method_str)),
-		        escape(u, sizeof u, rq->uri, ulen), v.status, v.reason);
+		fsd_log(LOG_INFO, "%s %s: %u: %s", clip(m, sizeof m, rq->method_str, strlen(rq->method_str)),
+		        clip(u, sizeof u, rq->uri, ulen), v.status, v.reason);
 	}
 	return (int)v.status;
 }
@@ -279,7 +268,7 @@ static void refuse_not_http(int fd, const char *peek, size_t n)
 			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof addr);
 	}
 	fsd_log(LOG_INFO, "%s: 400: not an HTTP request (\"%s\")", addr,
-	        escape(what, sizeof what, peek, n < 16 ? n : 16));
+	        clip(what, sizeof what, peek, n < 16 ? n : 16));
 	/* unread input at close would turn the FIN into a reset that can
 	 * destroy the answer before the client reads it */
 	for (int i = 0; i < 64 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)

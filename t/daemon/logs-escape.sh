@@ -68,9 +68,12 @@ checks() {
 	fi
 
 	# info: the request check logs the target; ESC, DEL, UTF-8 é, a
-	# backslash and a quote, raw on the wire
-	check "raw ESC in the target: 400" 400 \
-		"$(raw_status 'GET /esc\x1b[31mRED\x7f\xc3\xa9\\"q HTTP/1.1\r\nHost: x\r\n\r\n')"
+	# backslash and a quote, raw on the wire. A first request line like
+	# this is refused before libmicrohttpd reads it (not HTTP); the same
+	# line later on a kept-alive connection reaches the request check.
+	check "raw ESC in a second request's target: 400" 400 \
+		"$(raw 'GET /.probe HTTP/1.1\r\nHost: x\r\n\r\nGET /esc\x1b[31mRED\x7f\xc3\xa9\\"q HTTP/1.1\r\nHost: x\r\n\r\n' |
+			grep -a '^HTTP/1' | sed -n 2p | awk '{print $2}')"
 	if wait_for "$T/err.log" 'esc'; then
 		check "info: one line for the request" 1 "$(grep -ac 'esc' "$T/err.log")"
 		check_match "info: ESC DEL 8-bit and backslash escaped" \
