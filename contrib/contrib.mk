@@ -15,3 +15,48 @@ bench-listing: fileserverd
 soak: fileserverd
 	bash $(srcdir)/contrib/bench/soak "$(abs_top_builddir)"
 .PHONY: bench-http bench-listing soak
+
+# libfibril-tevent (contrib/tevent): the lookup engine in a tevent loop,
+# and fsd-sftp (contrib/sftpd), an SFTP v3 server built on it. Built when
+# configure finds tevent and talloc; the scripted tests skip (77) without.
+EXTRA_DIST += contrib/tevent/fibril_tevent_int.h contrib/sftpd/README
+dist_noinst_SCRIPTS += contrib/bench/sftp-bench
+dist_man_MANS += man/fsd-sftp.8
+SFTPD_SCRIPT_TESTS = t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/sshfs.sh \
+	t/sftpd/batch.sh t/sftpd/slow.sh
+dist_check_SCRIPTS += $(SFTPD_SCRIPT_TESTS)
+EXTRA_DIST += t/sftpd/lib.sh t/sftpd/sftpc.py
+TESTS += $(SFTPD_SCRIPT_TESTS)
+# The protocol and leak tests are quick and find memory errors: they run
+# again in the sanitizer build.
+UNIT_TESTS += t/sftpd/proto.sh t/sftpd/leak.sh
+if HAVE_TEVENT
+lib_LTLIBRARIES += contrib/tevent/libfibril-tevent.la
+contrib_tevent_libfibril_tevent_la_SOURCES = contrib/tevent/fibril_tevent.c \
+	contrib/tevent/fibril_tevent_scan.c
+contrib_tevent_libfibril_tevent_la_CFLAGS = $(AM_CFLAGS) $(TEVENT_CFLAGS)
+contrib_tevent_libfibril_tevent_la_LIBADD = fibril/libfibril.la $(TEVENT_LIBS)
+contrib_tevent_libfibril_tevent_la_LDFLAGS = -version-info 0:0:0
+fibrilinclude_HEADERS += contrib/tevent/fibril_tevent.h
+
+fsdlibexecdir = $(libexecdir)/fileserverd
+fsdlibexec_PROGRAMS = contrib/sftpd/fsd-sftp
+contrib_sftpd_fsd_sftp_SOURCES = contrib/sftpd/main.c contrib/sftpd/sftpd.h \
+	contrib/sftpd/conn.c contrib/sftpd/ops.c contrib/sftpd/ops_dir.c \
+	contrib/sftpd/wire.c contrib/sftpd/wire.h
+contrib_sftpd_fsd_sftp_CFLAGS = $(AM_CFLAGS) $(TEVENT_CFLAGS)
+contrib_sftpd_fsd_sftp_LDADD = contrib/tevent/libfibril-tevent.la \
+	fibril/libfibril.la $(TEVENT_LIBS)
+
+FTEV_TESTS = t/sftpd/test_ftev
+check_PROGRAMS += $(FTEV_TESTS)
+TESTS += $(FTEV_TESTS) $(FTEV_TESTS:=-threads.sh)
+UNIT_TESTS += $(FTEV_TESTS) $(FTEV_TESTS:=-threads.sh)
+t_sftpd_test_ftev_SOURCES = t/sftpd/test_ftev.c
+t_sftpd_test_ftev_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TEVENT_CFLAGS)
+t_sftpd_test_ftev_LDADD = contrib/tevent/libfibril-tevent.la \
+	fibril/libfibril.la $(CHECK_LIBS) $(TEVENT_LIBS)
+endif
+bench-sftp: all
+	bash $(srcdir)/contrib/bench/sftp-bench "$(abs_top_builddir)"
+.PHONY: bench-sftp

@@ -1,0 +1,221 @@
+/*
+ * fsd-sftp: connections. Reads length-prefixed packets (each one checked
+ * against SFTP_MAX_PACKET before a byte of it is trusted), hands them to
+ * the dispatcher, and writes the replies queued by completions. A
+ * connection whose client sends faster than it reads, or keeps too many
+ * requests in progress, stops being read until that drains.
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "contrib/sftpd/sftpd.h"
+
+#define X__INCAP (SFTP_MAX_PACKET + 4)
+
+void sftpd_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("fsd-sftp: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+
+static bool x__throttled(const struct sconn *c)
+{
+	return c->pending >= SFTPD_MAX_PENDING ||
+	       c->out.len - c->out.off >= SFTPD_MAX_QUEUED;
+}
+
+static void x__update(struct sconn *c)
+{
+	uint16_t r = !c->eof && !x__throttled(c) && c->inlen < X__INCAP ?
+	             TEVENT_FD_READ : 0;
+	uint16_t w = c->out.len > c->out.off ? TEVENT_FD_WRITE : 0;
+
+	if (c->rfde == c->wfde) {
+		tevent_fd_set_flags(c->rfde, r | w);
+	} else {
+		tevent_fd_set_flags(c->rfde, r);
+		tevent_fd_set_flags(c->wfde, w);
+	}
+}
+
+static void x__close(struct sconn *c, const char *why)
+{
+	if (why)
+		sftpd_log("%s: connection closed: %s", c->peer, why);
+	talloc_free(c);
+}
+
+/* Returns false when the connection is gone. */
+static bool x__write(struct sconn *c)
+{
+	while (c->out.off < c->out.len) {
+		ssize_t n = write(c->wfd, c->out.b + c->out.off,
+		                  c->out.len - c->out.off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			x__close(c, errno == EPIPE || errno == ECONNRESET ?
+			         NULL : strerror(errno));
+			return false;
+		}
+		c->out.off += (size_t)n;
+	}
+	if (c->out.off == c->out.len)
+		c->out.off = c->out.len = 0;
+	else if (c->out.off > c->out.cap / 2)
+		sw_compact(&c->out);
+	return true;
+}
+
+/* Dispatches every whole packet in the input, unless throttled.
+ * Returns false when the connection is gone. */
+static bool x__parse(struct sconn *c)
+{
+	size_t at = 0;
+
+	while (c->inlen - at >= 4 && !x__throttled(c)) {
+		const uint8_t *p = c->in + at;
+		uint32_t len = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+		               (uint32_t)p[2] << 8 | p[3];
+		if (len < 5 || len > SFTP_MAX_PACKET) {
+			/* Framing is lost: nothing after this can be trusted. */
+			char why[64];
+			snprintf(why, sizeof(why), "bad packet length %u", len);
+			x__close(c, why);
+			return false;
+		}
+		if (c->inlen - at < 4 + (size_t)len)
+			break;
+		struct sw_reader rd = { .p = p + 5, .n = len - 1 };
+		at += 4 + (size_t)len;
+		if (!c->inited && p[4] != SSH_FXP_INIT) {
+			x__close(c, "first packet is not INIT");
+			return false;
+		}
+		sftpd_dispatch(c, p[4], &rd);
+		if (c->eof) {
+			x__close(c, "INIT after INIT");
+			return false;
+		}
+		if (c->out.oom) {
+			x__close(c, "out of memory");
+			return false;
+		}
+	}
+	if (at) {
+		memmove(c->in, c->in + at, c->inlen - at);
+		c->inlen -= at;
+	}
+	return true;
+}
+
+static void x__on_io(struct tevent_context *ev, struct tevent_fd *fde,
+                     uint16_t flags, void *arg)
+{
+	struct sconn *c = arg;
+
+	(void)ev;
+	if ((flags & TEVENT_FD_WRITE) && (fde == c->wfde) && !x__write(c))
+		return;
+	if ((flags & TEVENT_FD_READ) && fde == c->rfde && !c->eof) {
+		ssize_t n = read(c->rfd, c->in + c->inlen, X__INCAP - c->inlen);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			/* Like OpenSSH's sftp-server: the client is gone, and
+			 * so is everything it asked for (freeing the requests
+			 * cancels their operations). */
+			x__close(c, n < 0 && errno != ECONNRESET ? strerror(errno) : NULL);
+			return;
+		}
+		if (n > 0) {
+			c->inlen += (size_t)n;
+			if (!x__parse(c))
+				return;
+		}
+	}
+	x__update(c);
+}
+
+static void x__resume(struct tevent_context *ev, struct tevent_immediate *im,
+                      void *arg)
+{
+	struct sconn *c = arg;
+	(void)ev;
+	(void)im;
+	if (x__parse(c))
+		x__update(c);
+}
+
+void sftpd_req_done(struct sreq *r)
+{
+	struct sconn *c = r->c;
+	bool was = x__throttled(c);
+
+	c->pending--;
+	talloc_free(r);
+	if (c->out.oom) {
+		x__close(c, "out of memory");
+		return;
+	}
+	/* Resume from the loop, not from here: parsing dispatches, and a
+	 * reply made at once would bring us back here. */
+	if (was && !x__throttled(c) && c->inlen >= 4)
+		tevent_schedule_immediate(c->resume, c->srv->ev, x__resume, c);
+	x__update(c);
+}
+
+static int x__conn_destructor(struct sconn *c)
+{
+	struct sftpd *srv = c->srv;
+
+	/* The fd events go before their fds; requests and handles (our
+	 * children) are freed after this returns, which cancels the
+	 * requests' operations and closes the handles' fds. */
+	if (c->wfde != c->rfde)
+		TALLOC_FREE(c->wfde);
+	TALLOC_FREE(c->rfde);
+	c->wfde = NULL;
+	if (c->rfd != c->wfd)
+		close(c->wfd);
+	close(c->rfd);
+	talloc_free(c->out.b);
+	srv->nconns--;
+	if (srv->stdio)
+		srv->done = true;
+	return 0;
+}
+
+int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer)
+{
+	struct sconn *c = talloc_zero(srv->conns, struct sconn);
+	if (!c)
+		return -ENOMEM;
+	c->srv = srv;
+	c->rfd = rfd;
+	c->wfd = wfd;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->in = talloc_size(c, X__INCAP);
+	c->resume = tevent_create_immediate(c);
+	c->rfde = tevent_add_fd(srv->ev, c, rfd, TEVENT_FD_READ, x__on_io, c);
+	c->wfde = rfd == wfd ? c->rfde :
+	          tevent_add_fd(srv->ev, c, wfd, 0, x__on_io, c);
+	if (!c->in || !c->resume || !c->rfde || !c->wfde) {
+		talloc_free(c);
+		return -ENOMEM;
+	}
+	srv->nconns++;
+	talloc_set_destructor(c, x__conn_destructor);
+	return 0;
+}

@@ -1,0 +1,249 @@
+/*
+ * fsd-sftp: command line, listeners and the loop.
+ *
+ *   fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-i] [-h]
+ *
+ * Without -l it serves one session on stdin/stdout (an OpenSSH
+ * subsystem); with -l it accepts connections on loopback TCP ports (for
+ * sshfs -o directport=PORT). A direct port has no authentication, which
+ * is why only loopback addresses are accepted.
+ */
+#include "first.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fibril/async.h"
+#include "contrib/sftpd/sftpd.h"
+
+#define X__MAX_LISTEN 16
+
+static void x__usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-i] [-h]\n"
+	        "  -r ROOT       serve ROOT as / (default: the current directory)\n"
+	        "  -l ADDR:PORT  listen on a loopback address (repeatable; port 0 picks one);\n"
+	        "                without -l: one session on stdin/stdout\n"
+	        "  -u USER       serve every connection as USER\n"
+	        "  -i            case-insensitive path lookups\n"
+	        "  -h            this help\n");
+}
+
+struct x__listener {
+	struct sftpd *srv;
+	int fd;
+};
+
+static void x__on_accept(struct tevent_context *ev, struct tevent_fd *fde,
+                         uint16_t flags, void *arg)
+{
+	struct x__listener *l = arg;
+	struct sftpd *srv = l->srv;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	(void)ev;
+	(void)fde;
+	(void)flags;
+	int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
+	                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			sftpd_log("accept: %s", strerror(errno));
+		return;
+	}
+	/* Pipelined replies must not wait for Nagle. */
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	char host[INET6_ADDRSTRLEN] = "?", serv[8] = "?", peer[64];
+	getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv,
+	            sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(peer, sizeof(peer), "%s:%s", host, serv);
+	if (sftpd_conn_new(srv, fd, fd, peer) < 0) {
+		sftpd_log("%s: out of memory", peer);
+		close(fd);
+	}
+}
+
+static bool x__loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return false;
+}
+
+/* Opens a listener on "ADDR:PORT" or "[ADDR]:PORT". */
+static int x__listen(struct sftpd *srv, const char *spec)
+{
+	char host[128];
+	const char *colon = strrchr(spec, ':');
+	const char *h = spec;
+	size_t hl = colon ? (size_t)(colon - spec) : 0;
+
+	if (!colon || !colon[1] || hl == 0 || hl >= sizeof(host)) {
+		fprintf(stderr, "fsd-sftp: -l %s: expected ADDR:PORT\n", spec);
+		return -1;
+	}
+	if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	memcpy(host, h, hl);
+	host[hl] = 0;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+	                          .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
+	struct addrinfo *ai;
+	int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (rc != 0) {
+		fprintf(stderr, "fsd-sftp: -l %s: %s\n", spec, gai_strerror(rc));
+		return -1;
+	}
+	if (!x__loopback(ai->ai_addr)) {
+		fprintf(stderr, "fsd-sftp: -l %s: not a loopback address (a direct "
+		        "port has no authentication)\n", spec);
+		freeaddrinfo(ai);
+		return -1;
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+		fprintf(stderr, "fsd-sftp: -l %s: %s\n", spec, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char hb[INET6_ADDRSTRLEN], pb[8];
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	getnameinfo((struct sockaddr *)&ss, sl, hb, sizeof(hb), pb, sizeof(pb),
+	            NI_NUMERICHOST | NI_NUMERICSERV);
+	struct x__listener *l = talloc(srv, struct x__listener);
+	struct tevent_fd *fde = l ? tevent_add_fd(srv->ev, l, fd, TEVENT_FD_READ,
+	                                          x__on_accept, l) : NULL;
+	if (l) {
+		l->srv = srv;
+		l->fd = fd;
+	}
+	if (!fde) {
+		close(fd);
+		return -1;
+	}
+	tevent_fd_set_auto_close(fde);
+	/* Tests and scripts read the port from this line. */
+	sftpd_log("listening on %s%s%s:%s", ss.ss_family == AF_INET6 ? "[" : "",
+	          hb, ss.ss_family == AF_INET6 ? "]" : "", pb);
+	return 0;
+}
+
+static void x__on_signal(struct tevent_context *ev, struct tevent_signal *se,
+                         int signum, int count, void *siginfo, void *arg)
+{
+	struct sftpd *srv = arg;
+	(void)ev; (void)se; (void)signum; (void)count; (void)siginfo;
+	srv->done = true;
+}
+
+int main(int argc, char **argv)
+{
+	const char *root = ".", *user = NULL;
+	const char *listen_on[X__MAX_LISTEN];
+	int nlisten = 0, opt;
+	bool icase = false;
+
+	while ((opt = getopt(argc, argv, "r:l:u:ih")) != -1) {
+		switch (opt) {
+		case 'r': root = optarg; break;
+		case 'l':
+			if (nlisten == X__MAX_LISTEN) {
+				fprintf(stderr, "fsd-sftp: at most %d -l\n", X__MAX_LISTEN);
+				return 2;
+			}
+			listen_on[nlisten++] = optarg;
+			break;
+		case 'u': user = optarg; break;
+		case 'i': icase = true; break;
+		case 'h': x__usage(stdout); return 0;
+		default: x__usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		x__usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	TALLOC_CTX *top = talloc_new(NULL);
+	struct sftpd *srv = talloc_zero(top, struct sftpd);
+	srv->icase = icase;
+	if (user) {
+		errno = 0;
+		struct passwd *pw = getpwnam(user);
+		if (!pw) {
+			fprintf(stderr, "fsd-sftp: -u %s: %s\n", user,
+			        errno ? strerror(errno) : "no such user");
+			return 2;
+		}
+		srv->uid = pw->pw_uid;
+		srv->gid = pw->pw_gid;
+		srv->as_user = true;
+	}
+	int rc = lk_root_open(root, NULL, &srv->root);
+	if (rc < 0) {
+		fprintf(stderr, "fsd-sftp: -r %s: %s\n", root, strerror(-rc));
+		return 1;
+	}
+	srv->conns = talloc_new(srv);
+	srv->ev = tevent_context_init(srv);
+	async_engine_t *e = NULL;
+	if (!srv->ev || async_engine_create(NULL, &e) < 0 ||
+	    ftev_attach(srv->ev, e, &srv->ft) < 0) {
+		fprintf(stderr, "fsd-sftp: cannot start the event loop or the engine\n");
+		return 1;
+	}
+	tevent_add_signal(srv->ev, srv, SIGTERM, 0, x__on_signal, srv);
+	tevent_add_signal(srv->ev, srv, SIGINT, 0, x__on_signal, srv);
+	int status = 0;
+	for (int i = 0; i < nlisten; i++)
+		if (x__listen(srv, listen_on[i]) < 0)
+			status = 1;
+	if (status == 0 && nlisten == 0) {
+		srv->stdio = true;
+		fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+		fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
+		if (sftpd_conn_new(srv, 0, 1, "stdio") < 0)
+			status = 1;
+	}
+	while (status == 0 && !srv->done)
+		if (tevent_loop_once(srv->ev) != 0) {
+			sftpd_log("event loop: %s", strerror(errno));
+			status = 1;
+		}
+	/* Connections first (cancelling their operations), then the
+	 * engine, which waits out whatever is still in the kernel. */
+	talloc_free(srv->conns);
+	talloc_free(srv->ev);
+	srv->ev = NULL;
+	if (e)
+		async_engine_destroy(e);
+	lk_root_close(srv->root);
+	talloc_free(top);
+	return status;
+}

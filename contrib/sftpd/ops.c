@@ -1,0 +1,461 @@
+/*
+ * fsd-sftp: requests on paths and file handles. Each request is an
+ * operation on the engine (ftev_*_send) whose completion writes the
+ * reply; nothing here waits. The server is read-only: requests that
+ * would change the file system get SSH_FX_PERMISSION_DENIED.
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "contrib/sftpd/sftpd.h"
+
+void sftpd_status(struct sreq *r, uint32_t code, const char *msg)
+{
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_STATUS, r->id, true);
+
+	sw_put_u32(w, code);
+	sw_put_str(w, msg, strlen(msg));
+	sw_put_str(w, "", 0);
+	sw_end(w, at);
+	sftpd_req_done(r);
+}
+
+void sftpd_status_errno(struct sreq *r, int err)
+{
+	sftpd_status(r, sw_errno_status(err), strerror(err));
+}
+
+void sftpd_put_attrs(struct sw_buf *w, const struct statx *stx)
+{
+	uint64_t at = (stx->stx_mask & STATX_ATIME) ? stx->stx_atime.tv_sec :
+	              stx->stx_mtime.tv_sec;
+
+	sw_put_u32(w, SSH_FILEXFER_ATTR_SIZE | SSH_FILEXFER_ATTR_UIDGID |
+	              SSH_FILEXFER_ATTR_PERMISSIONS | SSH_FILEXFER_ATTR_ACMODTIME);
+	sw_put_u64(w, stx->stx_size);
+	sw_put_u32(w, stx->stx_uid);
+	sw_put_u32(w, stx->stx_gid);
+	sw_put_u32(w, stx->stx_mode);
+	sw_put_u32(w, (uint32_t)at);
+	sw_put_u32(w, (uint32_t)stx->stx_mtime.tv_sec);
+}
+
+/* ---- handles ---- */
+
+static int x__handle_destructor(struct shandle *h)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	return 0;
+}
+
+struct shandle *sftpd_handle_new(struct sconn *c, enum shandle_kind kind, int fd)
+{
+	for (uint32_t i = 0; i < SFTPD_MAX_HANDLES; i++) {
+		if (c->h[i])
+			continue;
+		struct shandle *h = talloc_zero(c, struct shandle);
+		if (!h)
+			return NULL;
+		h->c = c;
+		h->kind = kind;
+		h->slot = i;
+		h->gen = ++c->gen;
+		h->fd = fd;
+		talloc_set_destructor(h, x__handle_destructor);
+		c->h[i] = h;
+		return h;
+	}
+	return NULL;
+}
+
+void sftpd_put_handle(struct sw_buf *w, const struct shandle *h)
+{
+	uint8_t b[8] = {
+		(uint8_t)(h->slot >> 24), (uint8_t)(h->slot >> 16),
+		(uint8_t)(h->slot >> 8), (uint8_t)h->slot,
+		(uint8_t)(h->gen >> 24), (uint8_t)(h->gen >> 16),
+		(uint8_t)(h->gen >> 8), (uint8_t)h->gen,
+	};
+	sw_put_str(w, b, sizeof(b));
+}
+
+/* A handle of @kind (0: either) named by the next string, else NULL. */
+struct shandle *sftpd_handle_get(struct sconn *c, struct sw_reader *rd,
+                                 enum shandle_kind kind)
+{
+	uint32_t n;
+	const uint8_t *p = sw_str(rd, &n);
+
+	if (!p || n != 8)
+		return NULL;
+	struct sw_reader hr = { .p = p, .n = 8 };
+	uint32_t slot = sw_u32(&hr), gen = sw_u32(&hr);
+	if (slot >= SFTPD_MAX_HANDLES)
+		return NULL;
+	struct shandle *h = c->h[slot];
+	if (!h || h->gen != gen || h->closed || (kind && h->kind != kind))
+		return NULL;
+	return h;
+}
+
+/* An operation on @h ended; a closed handle goes once idle. */
+void sftpd_handle_release(struct shandle *h)
+{
+	if (--h->busy == 0 && h->closed)
+		talloc_free(h);
+}
+
+/* ---- paths ---- */
+
+char *sftpd_relpath(TALLOC_CTX *mem, const char *path)
+{
+	size_t n = strlen(path);
+	char *out = talloc_size(mem, n + 2);
+	size_t len = 0;
+
+	if (!out)
+		return NULL;
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		const char *s = p;
+		while (*p && *p != '/')
+			p++;
+		size_t k = (size_t)(p - s);
+		if (k == 0 || (k == 1 && s[0] == '.'))
+			continue;
+		if (k == 2 && s[0] == '.' && s[1] == '.') {
+			/* Lexically, and never above the root (as in a chroot). */
+			while (len > 0 && out[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--;
+			continue;
+		}
+		if (len)
+			out[len++] = '/';
+		memcpy(out + len, s, k);
+		len += k;
+	}
+	if (len == 0)
+		out[len++] = '.';
+	out[len] = 0;
+	return out;
+}
+
+/* The request's path argument, beneath the root; NULL after replying. */
+static char *x__path(struct sreq *r, struct sw_reader *rd)
+{
+	char *p = sw_path(rd, r);
+	char *rel = p ? sftpd_relpath(r, p) : NULL;
+
+	if (!rel)
+		sftpd_status(r, SSH_FX_BAD_MESSAGE, "malformed path");
+	return rel;
+}
+
+/* ---- completions ---- */
+
+static void x__attrs_done(struct tevent_req *req)
+{
+	struct sreq *r = tevent_req_callback_data(req, struct sreq);
+	struct statx stx;
+	int rc = r->type == SSH_FXP_FSTAT ? ftev_fstat_recv(req, &stx) :
+	         ftev_stat_recv(req, &stx);
+
+	talloc_free(req);
+	if (r->h)
+		sftpd_handle_release(r->h);
+	if (rc < 0) {
+		sftpd_status_errno(r, -rc);
+		return;
+	}
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_ATTRS, r->id, true);
+	sftpd_put_attrs(w, &stx);
+	sw_end(w, at);
+	sftpd_req_done(r);
+}
+
+static void x__open_done(struct tevent_req *req)
+{
+	struct sreq *r = tevent_req_callback_data(req, struct sreq);
+	struct lk_file f;
+	int rc = ftev_open_recv(req, &f);
+
+	talloc_free(req);
+	if (rc < 0) {
+		sftpd_status_errno(r, -rc);
+		return;
+	}
+	struct shandle *h = sftpd_handle_new(r->c, SH_FILE, f.fd);
+	if (!h) {
+		close(f.fd);
+		sftpd_status(r, SSH_FX_FAILURE, "too many open handles");
+		return;
+	}
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_HANDLE, r->id, true);
+	sftpd_put_handle(w, h);
+	sw_end(w, at);
+	sftpd_req_done(r);
+}
+
+static void x__read_done(struct tevent_req *req)
+{
+	struct sreq *r = tevent_req_callback_data(req, struct sreq);
+	uint8_t *buf = NULL;
+	ssize_t n = ftev_pread_recv(req, r, &buf);
+
+	talloc_free(req);
+	sftpd_handle_release(r->h);
+	if (n < 0) {
+		sftpd_status_errno(r, (int)-n);
+		return;
+	}
+	if (n == 0) {
+		sftpd_status(r, SSH_FX_EOF, "end of file");
+		return;
+	}
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_DATA, r->id, true);
+	sw_put_str(w, buf, (size_t)n);
+	sw_end(w, at);
+	sftpd_req_done(r);
+}
+
+static void x__readlink_done(struct tevent_req *req)
+{
+	struct sreq *r = tevent_req_callback_data(req, struct sreq);
+	char *target = NULL;
+	int rc = ftev_readlink_recv(req, r, &target);
+
+	talloc_free(req);
+	if (rc < 0) {
+		sftpd_status_errno(r, -rc);
+		return;
+	}
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_NAME, r->id, true);
+	sw_put_u32(w, 1);
+	sw_put_str(w, target, strlen(target));
+	sw_put_str(w, target, strlen(target));
+	sw_put_u32(w, 0);
+	sw_end(w, at);
+	sftpd_req_done(r);
+}
+
+/* ---- requests ---- */
+
+static bool x__started(struct sreq *r, struct tevent_req *req,
+                       tevent_req_fn fn)
+{
+	if (!req) {
+		if (r->h)
+			sftpd_handle_release(r->h);
+		sftpd_status(r, SSH_FX_FAILURE, "out of memory");
+		return false;
+	}
+	tevent_req_set_callback(req, fn, r);
+	return true;
+}
+
+static void x__open(struct sreq *r, struct sw_reader *rd)
+{
+	char *rel = x__path(r, rd);
+	if (!rel)
+		return;
+	uint32_t pflags = sw_u32(rd);
+	sw_skip_attrs(rd);
+	if (rd->bad) {
+		sftpd_status(r, SSH_FX_BAD_MESSAGE, "malformed OPEN");
+		return;
+	}
+	if (pflags & (SSH_FXF_WRITE | SSH_FXF_APPEND | SSH_FXF_CREAT |
+	              SSH_FXF_TRUNC | SSH_FXF_EXCL)) {
+		sftpd_status(r, SSH_FX_PERMISSION_DENIED, "read-only server");
+		return;
+	}
+	struct sftpd *s = r->c->srv;
+	/* O_NONBLOCK: opening a FIFO beneath the root must not hold a
+	 * thread until a writer comes. */
+	x__started(r, ftev_open_send(r, s->ft, s->root, rel,
+	                             O_RDONLY | O_NONBLOCK | O_NOCTTY, NULL),
+	           x__open_done);
+}
+
+static void x__close_handle(struct sreq *r, struct sw_reader *rd)
+{
+	struct shandle *h = sftpd_handle_get(r->c, rd, 0);
+
+	if (!h) {
+		sftpd_status(r, rd->bad ? SSH_FX_BAD_MESSAGE : SSH_FX_FAILURE,
+		             "invalid handle");
+		return;
+	}
+	h->closed = true;
+	r->c->h[h->slot] = NULL;
+	if (h->kind == SH_DIR)
+		sftpd_dir_closed(h);
+	if (h->busy == 0)
+		talloc_free(h);
+	sftpd_status(r, SSH_FX_OK, "ok");
+}
+
+static void x__read(struct sreq *r, struct sw_reader *rd)
+{
+	struct shandle *h = sftpd_handle_get(r->c, rd, SH_FILE);
+	uint64_t off = sw_u64(rd);
+	uint32_t len = sw_u32(rd);
+
+	if (rd->bad || !h) {
+		sftpd_status(r, rd->bad ? SSH_FX_BAD_MESSAGE : SSH_FX_FAILURE,
+		             rd->bad ? "malformed READ" : "invalid handle");
+		return;
+	}
+	if (off > INT64_MAX) {
+		sftpd_status(r, SSH_FX_EOF, "end of file");
+		return;
+	}
+	if (len > SFTPD_MAX_READ)
+		len = SFTPD_MAX_READ;
+	r->h = h;
+	h->busy++;
+	x__started(r, ftev_pread_send(r, r->c->srv->ft, h->fd, len, off),
+	           x__read_done);
+}
+
+static void x__stat(struct sreq *r, struct sw_reader *rd)
+{
+	char *rel = x__path(r, rd);
+	if (!rel)
+		return;
+	/* v3 has no flags here; some clients send attribute flags anyway. */
+	struct sftpd *s = r->c->srv;
+	unsigned fl = r->type == SSH_FXP_LSTAT ? FTEV_NOFOLLOW : 0;
+	x__started(r, ftev_stat_send(r, s->ft, s->root, rel, fl, NULL),
+	           x__attrs_done);
+}
+
+static void x__fstat(struct sreq *r, struct sw_reader *rd)
+{
+	struct shandle *h = sftpd_handle_get(r->c, rd, 0);
+
+	if (!h) {
+		sftpd_status(r, rd->bad ? SSH_FX_BAD_MESSAGE : SSH_FX_FAILURE,
+		             "invalid handle");
+		return;
+	}
+	r->h = h;
+	h->busy++;
+	x__started(r, ftev_fstat_send(r, r->c->srv->ft, h->fd), x__attrs_done);
+}
+
+static void x__realpath(struct sreq *r, struct sw_reader *rd)
+{
+	char *rel = x__path(r, rd);
+	if (!rel)
+		return;
+	/* Lexical, like the resolution of every other path here: the root
+	 * is "/", and ".." never leaves it. */
+	char *abs = strcmp(rel, ".") == 0 ? talloc_strdup(r, "/") :
+	            talloc_asprintf(r, "/%s", rel);
+	if (!abs) {
+		sftpd_status(r, SSH_FX_FAILURE, "out of memory");
+		return;
+	}
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_NAME, r->id, true);
+	sw_put_u32(w, 1);
+	sw_put_str(w, abs, strlen(abs));
+	sw_put_str(w, abs, strlen(abs));
+	sw_put_u32(w, 0);
+	sw_end(w, at);
+	sftpd_req_done(r);
+}
+
+static void x__readlink(struct sreq *r, struct sw_reader *rd)
+{
+	char *rel = x__path(r, rd);
+	if (!rel)
+		return;
+	struct sftpd *s = r->c->srv;
+	x__started(r, ftev_readlink_send(r, s->ft, s->root, rel, NULL),
+	           x__readlink_done);
+}
+
+static void x__opendir(struct sreq *r, struct sw_reader *rd)
+{
+	char *rel = x__path(r, rd);
+	if (rel)
+		sftpd_opendir(r, rel);
+}
+
+static void x__readdir(struct sreq *r, struct sw_reader *rd)
+{
+	struct shandle *h = sftpd_handle_get(r->c, rd, SH_DIR);
+
+	if (!h) {
+		sftpd_status(r, rd->bad ? SSH_FX_BAD_MESSAGE : SSH_FX_FAILURE,
+		             "invalid handle");
+		return;
+	}
+	sftpd_readdir(r, h);
+}
+
+static void x__init(struct sconn *c, struct sw_reader *rd)
+{
+	(void)sw_u32(rd);  /* the client's version: we answer 3 whatever it is */
+	c->inited = true;
+	size_t at = sw_begin(&c->out, SSH_FXP_VERSION, 0, false);
+	sw_put_u32(&c->out, 3);
+	sw_end(&c->out, at);
+}
+
+void sftpd_dispatch(struct sconn *c, uint8_t type, struct sw_reader *rd)
+{
+	if (type == SSH_FXP_INIT) {
+		if (c->inited) {
+			/* No id to answer with: a second INIT ends the session. */
+			c->eof = true;
+			return;
+		}
+		x__init(c, rd);
+		return;
+	}
+	struct sreq *r = talloc_zero(c, struct sreq);
+	if (!r) {
+		c->out.oom = true;
+		return;
+	}
+	r->c = c;
+	r->type = type;
+	r->id = sw_u32(rd);
+	c->pending++;
+	switch (type) {
+	case SSH_FXP_OPEN:     x__open(r, rd); break;
+	case SSH_FXP_CLOSE:    x__close_handle(r, rd); break;
+	case SSH_FXP_READ:     x__read(r, rd); break;
+	case SSH_FXP_LSTAT:
+	case SSH_FXP_STAT:     x__stat(r, rd); break;
+	case SSH_FXP_FSTAT:    x__fstat(r, rd); break;
+	case SSH_FXP_OPENDIR:  x__opendir(r, rd); break;
+	case SSH_FXP_READDIR:  x__readdir(r, rd); break;
+	case SSH_FXP_REALPATH: x__realpath(r, rd); break;
+	case SSH_FXP_READLINK: x__readlink(r, rd); break;
+	case SSH_FXP_WRITE:    case SSH_FXP_SETSTAT: case SSH_FXP_FSETSTAT:
+	case SSH_FXP_REMOVE:   case SSH_FXP_MKDIR:   case SSH_FXP_RMDIR:
+	case SSH_FXP_RENAME:   case SSH_FXP_SYMLINK:
+		sftpd_status(r, SSH_FX_PERMISSION_DENIED, "read-only server");
+		break;
+	default:
+		sftpd_status(r, SSH_FX_OP_UNSUPPORTED, "unsupported request");
+		break;
+	}
+}

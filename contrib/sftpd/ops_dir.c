@@ -1,0 +1,224 @@
+/*
+ * fsd-sftp: OPENDIR and READDIR. A directory handle holds a scan of the
+ * lookup engine; READDIRs on one handle are answered in order from the
+ * scan's batches, each NAME reply bounded in bytes, with ls -l style long
+ * names (numeric owners: a name lookup could block the loop).
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "contrib/sftpd/sftpd.h"
+
+/* A NAME reply stops adding entries past this many bytes. */
+#define X__NAME_BYTES (128u * 1024)
+#define X__NAME_MAX_ENTRIES 512
+
+static void x__pump(struct shandle *h);
+
+static void x__mode_str(uint32_t mode, char s[11])
+{
+	const char *rwx = "rwxrwxrwx";
+	s[0] = S_ISDIR(mode) ? 'd' : S_ISLNK(mode) ? 'l' : S_ISCHR(mode) ? 'c' :
+	       S_ISBLK(mode) ? 'b' : S_ISFIFO(mode) ? 'p' : S_ISSOCK(mode) ? 's' : '-';
+	for (int i = 0; i < 9; i++)
+		s[1 + i] = (mode & (0400u >> i)) ? rwx[i] : '-';
+	if (mode & S_ISUID)
+		s[3] = (mode & S_IXUSR) ? 's' : 'S';
+	if (mode & S_ISGID)
+		s[6] = (mode & S_IXGRP) ? 's' : 'S';
+	if (mode & S_ISVTX)
+		s[9] = (mode & S_IXOTH) ? 't' : 'T';
+	s[10] = 0;
+}
+
+static int x__longname(char *buf, size_t n, const struct lk_entry *e)
+{
+	char mode[11], date[32];
+	struct tm tm;
+	time_t t = (time_t)e->stx.stx_mtime.tv_sec, now = time(NULL);
+
+	x__mode_str(e->stx.stx_mode, mode);
+	localtime_r(&t, &tm);
+	/* ls: the year instead of the time beyond six months. */
+	strftime(date, sizeof(date),
+	         t > now - 182 * 86400 && t < now + 86400 ? "%b %e %H:%M" : "%b %e  %Y",
+	         &tm);
+	return snprintf(buf, n, "%s %3u %-8u %-8u %8llu %s %s", mode,
+	                e->stx.stx_nlink, e->stx.stx_uid, e->stx.stx_gid,
+	                (unsigned long long)e->stx.stx_size, date, e->name);
+}
+
+/* Answers @r with the next entries of the batch. */
+static void x__name_reply(struct sreq *r, struct shandle *h)
+{
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_NAME, r->id, true);
+	size_t count_at = w->len;
+	uint32_t count = 0;
+	char ln[512 + 256];
+
+	sw_put_u32(w, 0);
+	while (h->pos < h->nents && count < X__NAME_MAX_ENTRIES &&
+	       w->len - at < X__NAME_BYTES) {
+		const struct lk_entry *e = &h->ents[h->pos++];
+		if (e->err)
+			continue;  /* as sftp-server: an entry that cannot be stat'ed is left out */
+		int k = x__longname(ln, sizeof(ln), e);
+		sw_put_str(w, e->name, e->namelen);
+		sw_put_str(w, ln, k < 0 ? 0 : (size_t)k < sizeof(ln) ? (size_t)k : sizeof(ln) - 1);
+		sftpd_put_attrs(w, &e->stx);
+		count++;
+	}
+	if (count == 0) {
+		/* Every entry of the rest of the batch failed: not a reply. */
+		w->len = at;
+		return;
+	}
+	if (!w->oom) {
+		uint8_t *p = w->b + count_at;
+		p[0] = (uint8_t)(count >> 24);
+		p[1] = (uint8_t)(count >> 16);
+		p[2] = (uint8_t)(count >> 8);
+		p[3] = (uint8_t)count;
+	}
+	sw_end(w, at);
+	h->rd_head = r->next;
+	if (!h->rd_head)
+		h->rd_tail = NULL;
+	sftpd_req_done(r);
+}
+
+static struct sreq *x__pop(struct shandle *h)
+{
+	struct sreq *r = h->rd_head;
+	h->rd_head = r->next;
+	if (!h->rd_head)
+		h->rd_tail = NULL;
+	return r;
+}
+
+static void x__next_done(struct tevent_req *req)
+{
+	struct shandle *h = tevent_req_callback_data(req, struct shandle);
+	struct lk_entry *ents = NULL;
+	size_t n = 0;
+	int rc = ftev_scan_next_recv(req, h, &ents, &n);
+
+	talloc_free(req);
+	h->reading = false;
+	if (rc == 1) {
+		talloc_free(h->ents);
+		h->ents = ents;
+		h->nents = n;
+		h->pos = 0;
+	} else {
+		h->eof = true;
+		if (rc < 0 && h->rd_head && !h->closed)
+			sftpd_status_errno(x__pop(h), -rc);
+	}
+	if (!h->closed)
+		x__pump(h);
+	sftpd_handle_release(h);
+}
+
+static void x__pump(struct shandle *h)
+{
+	while (h->rd_head) {
+		if (h->pos < h->nents) {
+			x__name_reply(h->rd_head, h);
+			continue;
+		}
+		if (h->eof) {
+			sftpd_status(x__pop(h), SSH_FX_EOF, "end of directory");
+			continue;
+		}
+		if (h->reading)
+			return;
+		struct tevent_req *req = ftev_scan_next_send(h, h->scan);
+		if (!req) {
+			sftpd_status(x__pop(h), SSH_FX_FAILURE, "out of memory");
+			continue;
+		}
+		h->reading = true;
+		h->busy++;
+		tevent_req_set_callback(req, x__next_done, h);
+		return;
+	}
+}
+
+void sftpd_readdir(struct sreq *r, struct shandle *h)
+{
+	r->h = h;
+	r->next = NULL;
+	if (h->rd_tail)
+		h->rd_tail->next = r;
+	else
+		h->rd_head = r;
+	h->rd_tail = r;
+	x__pump(h);
+}
+
+void sftpd_dir_closed(struct shandle *h)
+{
+	while (h->rd_head)
+		sftpd_status(x__pop(h), SSH_FX_FAILURE, "handle closed");
+}
+
+static void x__opendir_done(struct tevent_req *req)
+{
+	struct sreq *r = tevent_req_callback_data(req, struct sreq);
+	struct sftpd *s = r->c->srv;
+	struct lk_file f;
+	int rc = ftev_open_recv(req, &f);
+
+	talloc_free(req);
+	if (rc < 0) {
+		sftpd_status_errno(r, -rc);
+		return;
+	}
+	struct shandle *h = sftpd_handle_new(r->c, SH_DIR, f.fd);
+	if (!h) {
+		close(f.fd);
+		sftpd_status(r, SSH_FX_FAILURE, "too many open handles");
+		return;
+	}
+	/* Name order lets concurrent listings of one directory share a
+	 * single pass; dotfiles and . and .. as sftp-server lists them. */
+	struct lk_scan_opts o = {
+		.sort = LK_SORT_NAME,
+		.flags = LK_SCAN_DOTFILES | LK_SCAN_DOTDOT | LK_SCAN_LOOKUP_ATTRS,
+		.dir = &f,
+	};
+	rc = ftev_scan_open(h, s->ft, s->root, r->path, &o, &h->scan);
+	if (rc < 0) {
+		r->c->h[h->slot] = NULL;
+		talloc_free(h);
+		sftpd_status_errno(r, -rc);
+		return;
+	}
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_HANDLE, r->id, true);
+	sftpd_put_handle(w, h);
+	sw_end(w, at);
+	sftpd_req_done(r);
+}
+
+void sftpd_opendir(struct sreq *r, const char *rel)
+{
+	struct sftpd *s = r->c->srv;
+	struct tevent_req *req = ftev_open_send(r, s->ft, s->root, rel,
+	                                        O_RDONLY | O_DIRECTORY, NULL);
+	if (!req) {
+		sftpd_status(r, SSH_FX_FAILURE, "out of memory");
+		return;
+	}
+	r->path = rel;
+	tevent_req_set_callback(req, x__opendir_done, r);
+}

@@ -1,0 +1,119 @@
+/*
+ * fsd-sftp: an SFTP version 3 server on tevent and libfibril's lookup
+ * engine. One thread, one tevent loop, one engine; every request of
+ * every connection is an operation on the engine, answered when it
+ * completes (out of order: SFTP ids allow it).
+ */
+#ifndef SFTPD_H
+#define SFTPD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <talloc.h>
+#include <tevent.h>
+
+#include "contrib/sftpd/wire.h"
+#include "contrib/tevent/fibril_tevent.h"
+
+/** Requests of one connection in progress at once; beyond, the
+ *  connection's input waits. */
+#define SFTPD_MAX_PENDING 256
+/** Replies queued for one connection before its input waits. */
+#define SFTPD_MAX_QUEUED (4u * 1024 * 1024)
+/** Open handles per connection. */
+#define SFTPD_MAX_HANDLES 512
+/** Largest READ answered (a larger one is shortened, as the protocol allows). */
+#define SFTPD_MAX_READ (SFTP_MAX_PACKET - 1024)
+
+struct sftpd {
+	struct tevent_context *ev;
+	struct ftev *ft;
+	TALLOC_CTX *conns;        /* every connection is a child */
+	lk_root_t *root;
+	bool icase;               /* case-insensitive lookups */
+	bool stdio;               /* serving stdin/stdout: exit when it ends */
+	bool done;
+	uid_t uid;                /* -u: the connections' user */
+	gid_t gid;
+	bool as_user;
+	unsigned nconns;
+};
+
+struct sconn;
+struct sreq;
+
+enum shandle_kind { SH_FILE = 1, SH_DIR };
+
+struct shandle {
+	struct sconn *c;
+	enum shandle_kind kind;
+	uint32_t slot, gen;
+	int fd;                   /* file, or the directory itself */
+	unsigned busy;            /* reads in flight: close waits */
+	bool closed;              /* closed by the client: gone once idle */
+	/* directories */
+	struct ftev_scan *scan;
+	struct lk_entry *ents;    /* the batch being delivered */
+	size_t nents, pos;
+	bool eof;
+	struct sreq *rd_head, *rd_tail;  /* READDIRs waiting, in order */
+	bool reading;             /* a scan_next is pending */
+};
+
+struct sconn {
+	struct sftpd *srv;
+	int rfd, wfd;
+	struct tevent_fd *rfde, *wfde;  /* the same object when rfd == wfd */
+	struct tevent_immediate *resume; /* parse input left while throttled */
+	uint8_t *in;              /* input, one packet at most beyond what is parsed */
+	size_t inlen;
+	struct sw_buf out;
+	unsigned pending;         /* requests in progress */
+	bool inited;
+	bool eof;                 /* input ended or failed: drain and go */
+	char peer[64];
+	struct shandle *h[SFTPD_MAX_HANDLES];
+	uint32_t gen;
+};
+
+/** One request in progress: a talloc child of its connection, so that a
+ *  connection going away frees (and so cancels) all of them. */
+struct sreq {
+	struct sconn *c;
+	uint32_t id;
+	uint8_t type;
+	struct shandle *h;        /* the handle it uses, if any */
+	struct sreq *next;        /* READDIR queue */
+	const char *path;         /* OPENDIR: the directory beneath the root */
+};
+
+/* conn.c */
+int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer);
+/** Queues the reply that @r built in its connection's output buffer and
+ *  frees @r. */
+void sftpd_req_done(struct sreq *r);
+void sftpd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ops.c */
+/** Handles one packet (type, id and the rest in @rd); the packet's
+ *  bytes stay valid only during the call. */
+void sftpd_dispatch(struct sconn *c, uint8_t type, struct sw_reader *rd);
+void sftpd_status(struct sreq *r, uint32_t code, const char *msg);
+void sftpd_status_errno(struct sreq *r, int err);
+void sftpd_put_attrs(struct sw_buf *w, const struct statx *stx);
+struct shandle *sftpd_handle_get(struct sconn *c, struct sw_reader *rd,
+                                 enum shandle_kind kind);
+struct shandle *sftpd_handle_new(struct sconn *c, enum shandle_kind kind, int fd);
+void sftpd_put_handle(struct sw_buf *w, const struct shandle *h);
+/** The path beneath the root for a client's path ("." for the root),
+ *  ".." resolved lexically and never above the root. */
+char *sftpd_relpath(TALLOC_CTX *mem, const char *path);
+void sftpd_handle_release(struct shandle *h);
+
+/* ops_dir.c */
+void sftpd_opendir(struct sreq *r, const char *rel);
+void sftpd_readdir(struct sreq *r, struct shandle *h);
+void sftpd_dir_closed(struct shandle *h);
+
+#endif

@@ -1,0 +1,474 @@
+/*
+ * libfibril-tevent: the host (engine fd, timer, kick) and the requests on
+ * paths and fds. Scans are in fibril_tevent_scan.c.
+ *
+ * Every request owns a hidden operation object (struct x__op) that is
+ * not a talloc child of the request: it holds whatever the kernel or a
+ * pool thread may still write (statx, read buffer, link buffer, the fd
+ * being opened). When the request goes away first, the operation is
+ * cancelled and orphaned; its completion then closes a late fd and
+ * frees it.
+ */
+#include "first.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fibril/fibril.h"
+#include "contrib/tevent/fibril_tevent_int.h"
+
+/* ---- the host ---- */
+
+/* Bounds the completions one wake-up reaps; what is left makes the
+ * engine's timeout 0 and we come straight back. */
+#define FTEV__BUDGET 1024
+
+static void x__run(struct ftev *ft);
+
+static void x__on_imm(struct tevent_context *ev, struct tevent_immediate *im,
+                      void *arg)
+{
+	(void)ev;
+	(void)im;
+	x__run(arg);
+}
+
+static void x__on_fd(struct tevent_context *ev, struct tevent_fd *fde,
+                     uint16_t flags, void *arg)
+{
+	(void)ev;
+	(void)fde;
+	(void)flags;
+	x__run(arg);
+}
+
+static void x__on_timer(struct tevent_context *ev, struct tevent_timer *te,
+                        struct timeval now, void *arg)
+{
+	struct ftev *ft = arg;
+
+	(void)ev;
+	(void)now;
+	if (ft->tm == te)
+		ft->tm = NULL;  /* tevent frees a timer once it has fired */
+	x__run(ft);
+}
+
+static void x__rearm(struct ftev *ft)
+{
+	int a = async_engine_timeout_ms(ft->e);
+	int b = fibril_sched_timeout_ms();
+	int t = a < 0 ? b : b < 0 ? a : a < b ? a : b;
+
+	TALLOC_FREE(ft->tm);
+	if (t == 0) {
+		tevent_schedule_immediate(ft->im, ft->ev, x__on_imm, ft);
+	} else if (t > 0) {
+		ft->tm = tevent_add_timer(ft->ev, ft,
+		                          tevent_timeval_current_ofs(t / 1000, (t % 1000) * 1000),
+		                          x__on_timer, ft);
+	}
+}
+
+static void x__run(struct ftev *ft)
+{
+	async_engine_process(ft->e, FTEV__BUDGET);
+	fibril_sched_run();
+	x__rearm(ft);
+}
+
+/* The engine's kick: schedule a run, never make it from here. */
+static void x__kick(void *arg)
+{
+	struct ftev *ft = arg;
+
+	tevent_schedule_immediate(ft->im, ft->ev, x__on_imm, ft);
+}
+
+static int x__host_destructor(struct ftev *ft)
+{
+	async_engine_set_kick(ft->e, NULL, NULL);
+	return 0;
+}
+
+int ftev_attach(struct tevent_context *ev, async_engine_t *e, struct ftev **out)
+{
+	if (!ev || !e)
+		return -EINVAL;
+	struct ftev *ft = talloc_zero(ev, struct ftev);
+	if (!ft)
+		return -ENOMEM;
+	ft->ev = ev;
+	ft->e = e;
+	ft->im = tevent_create_immediate(ft);
+	ft->fde = tevent_add_fd(ev, ft, async_engine_fd(e), TEVENT_FD_READ,
+	                        x__on_fd, ft);
+	if (!ft->im || !ft->fde) {
+		talloc_free(ft);
+		return -ENOMEM;
+	}
+	async_engine_set_kick(e, x__kick, ft);
+	talloc_set_destructor(ft, x__host_destructor);
+	tevent_schedule_immediate(ft->im, ev, x__on_imm, ft);
+	*out = ft;
+	return 0;
+}
+
+struct tevent_context *ftev_context(const struct ftev *ft)
+{
+	return ft->ev;
+}
+
+async_engine_t *ftev_engine(const struct ftev *ft)
+{
+	return ft->e;
+}
+
+/* ---- operations ---- */
+
+enum x__kind { X__OPEN, X__STAT, X__READLINK, X__FSTAT, X__PREAD };
+
+struct x__op {
+	struct tevent_req *req;   /* NULL once the request is gone */
+	struct tevent_context *ev;
+	enum x__kind kind;
+	bool in_send;             /* completing inside _send: post, not defer */
+	lk_op_t *lkop;            /* pending open */
+	long cookie;              /* pending async call */
+	long result;              /* the async call's result slot (live) */
+	struct lk_file f;         /* f.fd < 0: none */
+	struct statx stx;         /* live for ASYNC_STATX */
+	uint8_t *buf;             /* live for reads; a talloc child */
+};
+
+struct x__state {
+	struct x__op *op;         /* pending operation, else NULL */
+	long res;
+	struct lk_file f;         /* f.fd < 0 when none or taken */
+	struct statx stx;
+	uint8_t *buf;
+};
+
+static void x__finish(struct x__op *op, long res)
+{
+	struct tevent_req *req = op->req;
+
+	if (!req) {
+		if (op->f.fd >= 0)
+			close(op->f.fd);
+		talloc_free(op);
+		return;
+	}
+	struct x__state *st = tevent_req_data(req, struct x__state);
+	st->op = NULL;
+	st->res = res;
+	if (res >= 0) {
+		st->f = op->f;
+		st->stx = op->kind == X__FSTAT ? op->stx : op->f.stx;
+		if (op->buf)
+			st->buf = talloc_steal(st, op->buf);
+	} else if (op->f.fd >= 0) {
+		close(op->f.fd);
+	}
+	bool in_send = op->in_send;
+	struct tevent_context *ev = op->ev;
+	talloc_free(op);
+	if (!in_send)
+		tevent_req_defer_callback(req, ev);
+	if (res < 0)
+		tevent_req_error(req, (int)-res);
+	else
+		tevent_req_done(req);
+}
+
+static void x__call_cb(void *arg, long res)
+{
+	struct x__op *op = arg;
+
+	op->cookie = 0;
+	if (op->kind == X__READLINK) {
+		close(op->f.fd);
+		op->f.fd = -1;
+		if (res >= 0)
+			op->buf[res] = 0;
+	}
+	x__finish(op, res);
+}
+
+static void x__submit(struct x__op *op, long call, const unsigned long *args)
+{
+	long rc = async_submit_cb(0, &op->result, call, args, x__call_cb, op);
+	if (rc > 0)
+		op->cookie = rc;
+	else
+		x__call_cb(op, rc < 0 ? rc : op->result);
+}
+
+/* The path is open (res 0, op->f filled) or failed. */
+static void x__opened(struct x__op *op, int res)
+{
+	if (res < 0) {
+		x__finish(op, res);
+		return;
+	}
+	switch (op->kind) {
+	case X__STAT:
+		close(op->f.fd);
+		op->f.fd = -1;
+		x__finish(op, 0);
+		return;
+	case X__READLINK:
+		if (!S_ISLNK(op->f.stx.stx_mode) || !op->req) {
+			close(op->f.fd);
+			op->f.fd = -1;
+			x__finish(op, op->req ? -EINVAL : -ECANCELED);
+			return;
+		}
+		op->buf = talloc_size(op, PATH_MAX + 1);
+		if (!op->buf) {
+			x__call_cb(op, -ENOMEM);
+			return;
+		}
+		unsigned long a[4] = { (unsigned long)op->f.fd, (unsigned long)"",
+		                       (unsigned long)op->buf, PATH_MAX };
+		x__submit(op, ASYNC_READLINKAT, a);
+		return;
+	default:
+		x__finish(op, 0);
+	}
+}
+
+static void x__open_cb(void *arg, int res, const struct lk_file *f)
+{
+	struct x__op *op = arg;
+
+	op->lkop = NULL;
+	if (res == 0)
+		op->f = *f;
+	x__opened(op, res);
+}
+
+static void x__cancel(struct x__op *op)
+{
+	if (op->lkop)
+		lk_op_cancel(op->lkop);
+	else if (op->cookie)
+		async_cancel(op->cookie);
+}
+
+static bool x__cancel_fn(struct tevent_req *req)
+{
+	struct x__state *st = tevent_req_data(req, struct x__state);
+
+	if (!st->op)
+		return false;
+	x__cancel(st->op);
+	return true;
+}
+
+static void x__cleanup_fn(struct tevent_req *req, enum tevent_req_state state)
+{
+	struct x__state *st = tevent_req_data(req, struct x__state);
+
+	if (state != TEVENT_REQ_RECEIVED)
+		return;
+	if (st->op) {
+		struct x__op *op = st->op;
+		st->op = NULL;
+		op->req = NULL;   /* its completion frees it */
+		x__cancel(op);
+	}
+	if (st->f.fd >= 0) {
+		close(st->f.fd);
+		st->f.fd = -1;
+	}
+}
+
+static struct tevent_req *x__new(TALLOC_CTX *mem, struct ftev *ft,
+                                 enum x__kind kind, struct x__op **opp)
+{
+	struct x__state *st;
+	struct tevent_req *req = tevent_req_create(mem, &st, struct x__state);
+	if (!req)
+		return NULL;
+	st->f.fd = -1;
+	struct x__op *op = talloc_zero(NULL, struct x__op);
+	if (!op) {
+		talloc_free(req);
+		return NULL;
+	}
+	op->req = req;
+	op->ev = ft->ev;
+	op->kind = kind;
+	op->f.fd = -1;
+	op->in_send = true;
+	st->op = op;
+	tevent_req_set_cleanup_fn(req, x__cleanup_fn);
+	tevent_req_set_cancel_fn(req, x__cancel_fn);
+	*opp = op;
+	return req;
+}
+
+/* Ends a _send: posts a request that finished inside it. */
+static struct tevent_req *x__sent(struct tevent_req *req, struct ftev *ft)
+{
+	struct x__state *st = tevent_req_data(req, struct x__state);
+
+	if (st->op)
+		st->op->in_send = false;
+	if (!tevent_req_is_in_progress(req))
+		return tevent_req_post(req, ft->ev);
+	return req;
+}
+
+static struct tevent_req *x__open_any(TALLOC_CTX *mem, struct ftev *ft,
+                                      enum x__kind kind, lk_root_t *r,
+                                      const char *path, int oflags,
+                                      lk_group_t *g)
+{
+	struct x__op *op;
+	struct tevent_req *req = x__new(mem, ft, kind, &op);
+	if (!req)
+		return NULL;
+	int rc = lk_open_start(r, path, oflags, g, &op->f, x__open_cb, op,
+	                       &op->lkop);
+	if (rc == 1)
+		return x__sent(req, ft);
+	op->lkop = NULL;
+	x__opened(op, rc);
+	return x__sent(req, ft);
+}
+
+struct tevent_req *ftev_open_send(TALLOC_CTX *mem, struct ftev *ft,
+                                  lk_root_t *r, const char *path, int oflags,
+                                  lk_group_t *g)
+{
+	return x__open_any(mem, ft, X__OPEN, r, path, oflags, g);
+}
+
+static long x__recv(struct tevent_req *req)
+{
+	enum tevent_req_state state;
+	uint64_t err;
+
+	if (tevent_req_is_error(req, &state, &err)) {
+		if (state == TEVENT_REQ_USER_ERROR)
+			return -(long)err;
+		return state == TEVENT_REQ_NO_MEMORY ? -ENOMEM : -ETIMEDOUT;
+	}
+	struct x__state *st = tevent_req_data(req, struct x__state);
+	return st->res;
+}
+
+int ftev_open_recv(struct tevent_req *req, struct lk_file *out)
+{
+	struct x__state *st = tevent_req_data(req, struct x__state);
+	long rc = x__recv(req);
+
+	if (rc >= 0) {
+		*out = st->f;
+		st->f.fd = -1;
+	}
+	tevent_req_received(req);
+	return rc < 0 ? (int)rc : 0;
+}
+
+struct tevent_req *ftev_stat_send(TALLOC_CTX *mem, struct ftev *ft,
+                                  lk_root_t *r, const char *path,
+                                  unsigned flags, lk_group_t *g)
+{
+	int of = O_PATH | ((flags & FTEV_NOFOLLOW) ? O_NOFOLLOW : 0);
+	return x__open_any(mem, ft, X__STAT, r, path, of, g);
+}
+
+static int x__stx_recv(struct tevent_req *req, struct statx *out)
+{
+	long rc = x__recv(req);
+
+	struct x__state *st = tevent_req_data(req, struct x__state);
+	if (rc >= 0)
+		*out = st->stx;
+	tevent_req_received(req);
+	return rc < 0 ? (int)rc : 0;
+}
+
+int ftev_stat_recv(struct tevent_req *req, struct statx *out)
+{
+	return x__stx_recv(req, out);
+}
+
+struct tevent_req *ftev_readlink_send(TALLOC_CTX *mem, struct ftev *ft,
+                                      lk_root_t *r, const char *path,
+                                      lk_group_t *g)
+{
+	return x__open_any(mem, ft, X__READLINK, r, path,
+	                   O_PATH | O_NOFOLLOW, g);
+}
+
+int ftev_readlink_recv(struct tevent_req *req, TALLOC_CTX *mem,
+                       char **target)
+{
+	struct x__state *st = tevent_req_data(req, struct x__state);
+	long rc = x__recv(req);
+
+	if (rc >= 0)
+		*target = (char *)talloc_steal(mem, st->buf);
+	tevent_req_received(req);
+	return rc < 0 ? (int)rc : 0;
+}
+
+struct tevent_req *ftev_fstat_send(TALLOC_CTX *mem, struct ftev *ft, int fd)
+{
+	struct x__op *op;
+	struct tevent_req *req = x__new(mem, ft, X__FSTAT, &op);
+	if (!req)
+		return NULL;
+	unsigned long a[5] = { (unsigned long)(long)fd, (unsigned long)"",
+	                       AT_EMPTY_PATH, STATX_BASIC_STATS,
+	                       (unsigned long)&op->stx };
+	x__submit(op, ASYNC_STATX, a);
+	return x__sent(req, ft);
+}
+
+int ftev_fstat_recv(struct tevent_req *req, struct statx *out)
+{
+	return x__stx_recv(req, out);
+}
+
+struct tevent_req *ftev_pread_send(TALLOC_CTX *mem, struct ftev *ft, int fd,
+                                   size_t count, uint64_t offset)
+{
+	struct x__op *op;
+	struct tevent_req *req = x__new(mem, ft, X__PREAD, &op);
+	if (!req)
+		return NULL;
+	if (count > SSIZE_MAX || offset > INT64_MAX) {
+		x__finish(op, -EINVAL);
+		return x__sent(req, ft);
+	}
+	op->buf = talloc_size(op, count ? count : 1);
+	if (!op->buf) {
+		x__finish(op, -ENOMEM);
+		return x__sent(req, ft);
+	}
+	unsigned long a[4] = { (unsigned long)(long)fd, (unsigned long)op->buf,
+	                       (unsigned long)count, (unsigned long)offset };
+	x__submit(op, ASYNC_PREAD, a);
+	return x__sent(req, ft);
+}
+
+ssize_t ftev_pread_recv(struct tevent_req *req, TALLOC_CTX *mem, uint8_t **buf)
+{
+	struct x__state *st = tevent_req_data(req, struct x__state);
+	long rc = x__recv(req);
+
+	if (rc >= 0)
+		*buf = rc > 0 ? talloc_steal(mem, st->buf) : NULL;
+	tevent_req_received(req);
+	return rc;
+}
