@@ -161,6 +161,22 @@ static void x__on_signal(struct tevent_context *ev, struct tevent_signal *se,
 	srv->done = true;
 }
 
+/* SIGUSR1: what is alive, for operators and the leak test. */
+static void x__on_usr1(struct tevent_context *ev, struct tevent_signal *se,
+                       int signum, int count, void *siginfo, void *arg)
+{
+	struct sftpd *srv = arg;
+	struct lk_stats st;
+	(void)ev; (void)se; (void)signum; (void)count; (void)siginfo;
+	lk_stats(&st);
+	sftpd_log("stats: connections %u, bytes %zu, scans %llu, flights %llu, "
+	          "opens %llu, in flight %u", srv->nconns,
+	          talloc_total_size(srv->conns), (unsigned long long)st.live_scans,
+	          (unsigned long long)st.live_flights,
+	          (unsigned long long)st.live_ops,
+	          async_engine_inflight(ftev_engine(srv->ft)));
+}
+
 int main(int argc, char **argv)
 {
 	const char *root = ".", *user = NULL;
@@ -220,6 +236,7 @@ int main(int argc, char **argv)
 	}
 	tevent_add_signal(srv->ev, srv, SIGTERM, 0, x__on_signal, srv);
 	tevent_add_signal(srv->ev, srv, SIGINT, 0, x__on_signal, srv);
+	tevent_add_signal(srv->ev, srv, SIGUSR1, 0, x__on_usr1, srv);
 	int status = 0;
 	for (int i = 0; i < nlisten; i++)
 		if (x__listen(srv, listen_on[i]) < 0)

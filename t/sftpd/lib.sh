@@ -1,0 +1,91 @@
+# t/sftpd/lib.sh: sourced by fsd-sftp's tests. Starts the real fsd-sftp
+# on a free loopback port (-l 127.0.0.1:0, the port read from its log),
+# stops it with SIGTERM and checks that it exits cleanly: status 0 and,
+# in the sanitizer build, no AddressSanitizer or LeakSanitizer report.
+
+set -u
+: "${top_builddir:?run through make check}" "${top_srcdir:?run through make check}"
+SFTPD=$top_builddir/contrib/sftpd/fsd-sftp
+[ -x "$SFTPD" ] || { echo "SKIP: fsd-sftp not built (tevent/talloc missing at configure time)"; exit 77; }
+SFTPC=$top_srcdir/t/sftpd/sftpc.py
+
+need() {
+	for t in "$@"; do
+		command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t not installed"; exit 77; }
+	done
+}
+need python3
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/sftpd-test.XXXXXX")
+SPID=
+fails=0
+cleanup_sftpd() {
+	if [ -n "$SPID" ]; then
+		kill "$SPID" 2>/dev/null
+		wait "$SPID" 2>/dev/null
+	fi
+	SPID=
+}
+cleanup() {
+	cleanup_sftpd
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
+check() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected '$2', got '$3'"; fi
+}
+
+# start_sftpd ROOT [ARGS...]: sets SPORT and SPID; the log is $T/sftpd.log.
+start_sftpd() {
+	local root=$1 i
+	shift
+	: > "$T/sftpd.log"
+	"$SFTPD" -r "$root" -l 127.0.0.1:0 "$@" 2>"$T/sftpd.log" &
+	SPID=$!
+	for i in $(seq 1 100); do
+		SPORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/sftpd.log")
+		[ -n "$SPORT" ] && return 0
+		kill -0 "$SPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "fsd-sftp did not start:"
+	cat "$T/sftpd.log"
+	exit 99
+}
+
+# sftpd_stats: the SIGUSR1 line of the running server.
+sftpd_stats() {
+	local n
+	n=$(grep -c 'stats:' "$T/sftpd.log")
+	kill -USR1 "$SPID"
+	for i in $(seq 1 100); do
+		[ "$(grep -c 'stats:' "$T/sftpd.log")" -gt "$n" ] && break
+		sleep 0.02
+	done
+	grep 'stats:' "$T/sftpd.log" | tail -n 1 | sed 's/.*stats: //'
+}
+
+# stop_sftpd: SIGTERM, then a clean exit and no sanitizer report.
+stop_sftpd() {
+	local rc
+	kill -TERM "$SPID"
+	wait "$SPID"
+	rc=$?
+	SPID=
+	check "fsd-sftp exits 0 on SIGTERM" 0 "$rc"
+	if grep -q 'Sanitizer\|runtime error' "$T/sftpd.log"; then
+		not_ok "sanitizer report:"
+		cat "$T/sftpd.log"
+	else
+		ok "no sanitizer report"
+	fi
+}
+
+finish() {
+	[ "$fails" = 0 ] || { echo "$fails check(s) failed; server log:"; cat "$T/sftpd.log"; }
+	[ "$fails" = 0 ]
+}

@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""A small SFTP v3 client for fsd-sftp's tests: raw packets on a TCP
+connection, so that tests can pipeline, reorder, and send malformed
+input that real clients never send.
+
+  sftpc.py proto PORT ROOT        protocol checks against the files of ROOT
+  sftpc.py slow PORT SLOWDIR N    a fast STAT answered while N connections
+                                  list the slow directory SLOWDIR
+  sftpc.py leave PORT SLOWDIR N   N connections start listings, open files
+                                  and disconnect mid-way
+Prints "ok - ..." / "not ok - ..." lines; exits 1 on any failure."""
+import os, random, select, socket, stat, struct, sys, time
+
+FXP = dict(INIT=1, VERSION=2, OPEN=3, CLOSE=4, READ=5, WRITE=6, LSTAT=7,
+           FSTAT=8, SETSTAT=9, OPENDIR=11, READDIR=12, REMOVE=13, MKDIR=14,
+           REALPATH=16, STAT=17, RENAME=18, READLINK=19, STATUS=101,
+           HANDLE=102, DATA=103, NAME=104, ATTRS=105)
+OK, EOF, NO_SUCH_FILE, PERM, FAILURE, BAD_MESSAGE, _, _, UNSUPPORTED = range(9)
+failures = 0
+
+
+def report(ok, what):
+    global failures
+    print(("ok - " if ok else "not ok - ") + what, flush=True)
+    if not ok:
+        failures += 1
+
+
+def s(b):
+    if isinstance(b, str):
+        b = b.encode()
+    return struct.pack(">I", len(b)) + b
+
+
+class Conn:
+    def __init__(self, port, init=True):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.next_id = 1
+        if init:
+            self.raw(struct.pack(">BI", FXP["INIT"], 3))
+            t, payload = self.packet()
+            assert t == FXP["VERSION"] and struct.unpack(">I", payload[:4])[0] == 3
+
+    def raw(self, body):
+        self.sock.sendall(struct.pack(">I", len(body)) + body)
+
+    def send(self, kind, payload=b""):
+        rid = self.next_id
+        self.next_id += 1
+        self.raw(struct.pack(">BI", FXP[kind], rid) + payload)
+        return rid
+
+    def packet(self):
+        while True:
+            if len(self.buf) >= 4:
+                n = struct.unpack(">I", self.buf[:4])[0]
+                if len(self.buf) >= 4 + n:
+                    p = self.buf[4:4 + n]
+                    self.buf = self.buf[4 + n:]
+                    return p[0], p[1:]
+            d = self.sock.recv(65536)
+            if not d:
+                raise EOFError("connection closed")
+            self.buf += d
+
+    def reply(self):
+        t, p = self.packet()
+        return t, struct.unpack(">I", p[:4])[0], p[4:]
+
+    def call(self, kind, payload=b""):
+        rid = self.send(kind, payload)
+        t, got, p = self.reply()
+        assert got == rid, (got, rid)
+        return t, p
+
+    def closed(self, timeout=10):
+        """True if the server closes the connection within timeout."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                if not self.sock.recv(65536):
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self):
+        self.sock.close()
+
+
+def status(p):
+    return struct.unpack(">I", p[:4])[0]
+
+
+def attrs(p):
+    flags, = struct.unpack(">I", p[:4])
+    off, a = 4, {}
+    if flags & 1:
+        a["size"], = struct.unpack(">Q", p[off:off + 8]); off += 8
+    if flags & 2:
+        a["uid"], a["gid"] = struct.unpack(">II", p[off:off + 8]); off += 8
+    if flags & 4:
+        a["mode"], = struct.unpack(">I", p[off:off + 4]); off += 4
+    if flags & 8:
+        a["atime"], a["mtime"] = struct.unpack(">II", p[off:off + 8]); off += 8
+    return a, off
+
+
+def names(p):
+    n, = struct.unpack(">I", p[:4])
+    off, out = 4, []
+    for _ in range(n):
+        l, = struct.unpack(">I", p[off:off + 4]); name = p[off + 4:off + 4 + l]; off += 4 + l
+        l, = struct.unpack(">I", p[off:off + 4]); longname = p[off + 4:off + 4 + l]; off += 4 + l
+        a, k = attrs(p[off:]); off += k
+        out.append((name.decode(errors="surrogateescape"), longname.decode(errors="replace"), a))
+    return out
+
+
+def listdir(c, path):
+    t, p = c.call("OPENDIR", s(path))
+    if t != FXP["HANDLE"]:
+        return None, status(p)
+    h = p[4:4 + struct.unpack(">I", p[:4])[0]]
+    out = []
+    while True:
+        t, p = c.call("READDIR", s(h))
+        if t == FXP["STATUS"]:
+            st = status(p)
+            break
+        out += names(p)
+    c.call("CLOSE", s(h))
+    return out, st
+
+
+def proto(port, root):
+    c = Conn(port)
+    report(True, "INIT answered with VERSION 3")
+    st = os.lstat(os.path.join(root, "a.txt"))
+    t, p = c.call("STAT", s("/a.txt"))
+    report(t == FXP["ATTRS"] and attrs(p)[0]["size"] == st.st_size and
+           attrs(p)[0]["mtime"] == int(st.st_mtime), "STAT gives size and mtime")
+    t, p = c.call("LSTAT", s("link"))
+    report(t == FXP["ATTRS"] and stat.S_ISLNK(attrs(p)[0]["mode"]), "LSTAT of a symlink")
+    t, p = c.call("STAT", s("link"))
+    report(t == FXP["ATTRS"] and stat.S_ISREG(attrs(p)[0]["mode"]), "STAT follows a symlink")
+    t, p = c.call("READLINK", s("/link"))
+    report(t == FXP["NAME"] and names(p)[0][0] == "a.txt", "READLINK")
+    t, p = c.call("REALPATH", s("/x/../y/./z//"))
+    report(t == FXP["NAME"] and names(p)[0][0] == "/y/z", "REALPATH is lexical")
+    t, p = c.call("REALPATH", s("../../.."))
+    report(t == FXP["NAME"] and names(p)[0][0] == "/", "REALPATH never leaves the root")
+    t, p = c.call("STAT", s("/../../../../etc/passwd"))
+    report(t == FXP["STATUS"] and status(p) == NO_SUCH_FILE, "/../etc/passwd is ROOT/etc/passwd")
+    t, p = c.call("STAT", s("esc"))
+    report(t == FXP["STATUS"] and status(p) == PERM, "an escaping symlink is refused")
+    t, p = c.call("STAT", s("missing"))
+    report(t == FXP["STATUS"] and status(p) == NO_SUCH_FILE, "missing file")
+
+    # OPEN / READ / FSTAT / CLOSE
+    data = open(os.path.join(root, "big.bin"), "rb").read()
+    t, p = c.call("OPEN", s("big.bin") + struct.pack(">II", 1, 0))
+    h = s(p[4:4 + struct.unpack(">I", p[:4])[0]])
+    got, off, ids = {}, 0, {}
+    while off < len(data) + 40000:    # pipelined, answered in any order
+        ids[c.send("READ", h + struct.pack(">QI", off, 32768))] = off
+        off += 32768
+    eofs = 0
+    for _ in range(len(ids)):
+        t, rid, p = c.reply()
+        if t == FXP["DATA"]:
+            got[ids[rid]] = p[4:4 + struct.unpack(">I", p[:4])[0]]
+        elif t == FXP["STATUS"] and status(p) == EOF:
+            eofs += 1
+    body = b"".join(got[k] for k in sorted(got))
+    report(body == data and eofs >= 1, "pipelined READs give the file, then EOF")
+    t, p = c.call("READ", h + struct.pack(">QI", 0, 10 ** 9))
+    report(t == FXP["DATA"] and 0 < struct.unpack(">I", p[:4])[0] <= 256 * 1024,
+           "an oversized READ is shortened")
+    t, p = c.call("FSTAT", h)
+    report(t == FXP["ATTRS"] and attrs(p)[0]["size"] == len(data), "FSTAT")
+    t, p = c.call("CLOSE", h)
+    report(t == FXP["STATUS"] and status(p) == OK, "CLOSE")
+    t, p = c.call("READ", h + struct.pack(">QI", 0, 10))
+    report(t == FXP["STATUS"] and status(p) == FAILURE, "a closed handle is invalid")
+
+    # read-only
+    t, p = c.call("OPEN", s("new.txt") + struct.pack(">II", 0x1a, 0))
+    report(t == FXP["STATUS"] and status(p) == PERM and
+           not os.path.exists(os.path.join(root, "new.txt")), "OPEN for writing is refused")
+    for kind, payload in (("REMOVE", s("a.txt")), ("MKDIR", s("d2") + struct.pack(">I", 0)),
+                          ("RENAME", s("a.txt") + s("b.txt"))):
+        t, p = c.call(kind, payload)
+        report(t == FXP["STATUS"] and status(p) == PERM, kind + " is refused")
+    report(os.path.exists(os.path.join(root, "a.txt")), "nothing was removed")
+
+    # directories
+    ents, st = listdir(c, "/many")
+    want = sorted(os.listdir(os.path.join(root, "many")) + [".", ".."])
+    report(ents is not None and sorted(e[0] for e in ents) == want and st == EOF,
+           "OPENDIR/READDIR list every entry, then EOF (%d)" % len(want))
+    report(ents is not None and all(e[1].endswith(" " + e[0]) for e in ents),
+           "long names end with the name")
+    ents, st = listdir(c, "/a.txt")
+    report(ents is None and st == NO_SUCH_FILE, "OPENDIR of a file fails")
+
+    # out of order: a READDIR of the many-entry directory and STATs behind it
+    t, p = c.call("OPENDIR", s("many"))
+    dh = s(p[4:4 + struct.unpack(">I", p[:4])[0]])
+    first = [c.send("READDIR", dh), c.send("READDIR", dh)]
+    stats = [c.send("STAT", s("a.txt")) for _ in range(50)]
+    seen = []
+    for _ in range(52):
+        t, rid, p = c.reply()
+        seen.append(rid)
+    report(sorted(seen) == sorted(first + stats), "52 pipelined requests all answered")
+    report(seen.index(first[0]) < seen.index(first[1]), "READDIRs of one handle answered in order")
+    c.call("CLOSE", dh)
+
+    # malformed requests: an error, and the connection goes on
+    t, p = c.call("STAT", struct.pack(">I", 1000) + b"abc")
+    report(t == FXP["STATUS"] and status(p) == BAD_MESSAGE, "string longer than the packet")
+    t, p = c.call("STAT", s(b"a\0b"))
+    report(t == FXP["STATUS"] and status(p) == BAD_MESSAGE, "NUL inside a path")
+    t, p = c.call("READ", b"\0\0")
+    report(t == FXP["STATUS"] and status(p) == BAD_MESSAGE, "truncated READ")
+    t, p = c.call("READ", s("12345678") + struct.pack(">QI", 0, 1))
+    report(t == FXP["STATUS"] and status(p) == FAILURE, "unknown handle")
+    t, p = c.call("OPEN", s("a.txt") + struct.pack(">II", 1, 0x80000000) + struct.pack(">I", 0xffffffff))
+    report(t == FXP["STATUS"] and status(p) == BAD_MESSAGE, "attribute extension count beyond the packet")
+    rid = c.next_id
+    c.raw(struct.pack(">BI", 250, rid))
+    t, got, p = c.reply()
+    report(t == FXP["STATUS"] and got == rid and status(p) == UNSUPPORTED, "unknown type")
+    t, p = c.call("STAT", s("a.txt"))
+    report(t == FXP["ATTRS"], "the connection still serves")
+
+    # fuzz: random packets of every type; every one gets a reply
+    rnd = random.Random(int(os.environ.get("SFTPD_FUZZ_SEED", "1")))
+    ok = True
+    for i in range(300):
+        kind = rnd.choice([3, 4, 5, 7, 8, 11, 12, 16, 17, 19, rnd.randrange(256)])
+        if kind in (1, 2):
+            continue
+        body = bytes(rnd.randrange(256) for _ in range(rnd.randrange(40)))
+        if rnd.random() < 0.5:
+            body = s(rnd.choice(["a.txt", "many", "/", "..", "link", "x" * 300])) + body
+        rid = c.next_id
+        c.next_id += 1
+        c.raw(struct.pack(">BI", kind, rid) + body)
+        try:
+            t, got, p = c.reply()
+        except EOFError:
+            ok = False
+            break
+        ok = ok and got == rid
+    report(ok, "300 random packets, each answered")
+
+    # framing errors close only that connection
+    for what, data in (("length 0", struct.pack(">I", 0)),
+                       ("length 2^32-1", struct.pack(">I", 0xffffffff) + b"x" * 100),
+                       ("length 3", struct.pack(">IBBB", 3, 17, 0, 0))):
+        d = Conn(port)
+        d.sock.sendall(data)
+        report(d.closed(), "packet " + what + " closes the connection")
+        d.close()
+    d = Conn(port, init=False)
+    d.raw(struct.pack(">BI", FXP["STAT"], 1) + s("a.txt"))
+    report(d.closed(), "a first packet other than INIT closes the connection")
+    d.close()
+    d = Conn(port)
+    d.sock.sendall(struct.pack(">I", 5000) + b"\x11" * 100)   # then gone
+    d.close()
+    t, p = c.call("STAT", s("a.txt"))
+    report(t == FXP["ATTRS"], "the server outlives them")
+    c.close()
+
+
+def slow(port, slowdir, n):
+    fast = Conn(port)
+    conns = [Conn(port) for _ in range(n)]
+    handles = []
+    for c in conns:
+        t, p = c.call("OPENDIR", s(slowdir))
+        if t != FXP["HANDLE"]:
+            report(False, "OPENDIR %s: status %d" % (slowdir, status(p)))
+            return
+        handles.append(s(p[4:4 + struct.unpack(">I", p[:4])[0]]))
+    for c, h in zip(conns, handles):
+        c.send("READDIR", h)
+    t, p = fast.call("STAT", s("fast.txt"))
+    pending = [c for c in conns if not select.select([c.sock], [], [], 0)[0]]
+    report(t == FXP["ATTRS"], "STAT of a fast path answered")
+    report(len(pending) == n, "... while %d of %d slow READDIRs were still pending" % (len(pending), n))
+    # On one connection: a READDIR first, a STAT behind it, the STAT first.
+    c = conns[0]
+    c.reply()
+    rd = c.send("READDIR", handles[0])
+    st = c.send("STAT", s("fast.txt"))
+    order = [c.reply()[1], c.reply()[1]]
+    report(order == [st, rd], "one connection answers out of order (STAT before READDIR)")
+    total = len(os.listdir(os.path.join(os.environ["SFTPD_ROOT"], slowdir.lstrip("/")))) + 2
+    for c in conns[1:2]:
+        ents, stt = listdir(c, slowdir)
+        report(ents is not None and len(ents) == total and stt == EOF,
+               "the slow listing is whole (%s of %d)" % (len(ents) if ents else None, total))
+    for c in conns + [fast]:
+        c.close()
+
+
+def leave(port, slowdir, n):
+    for i in range(n):
+        c = Conn(port)
+        t, p = c.call("OPENDIR", s(slowdir))
+        h = s(p[4:4 + struct.unpack(">I", p[:4])[0]]) if t == FXP["HANDLE"] else b""
+        c.send("READDIR", h)
+        c.send("OPEN", s("fast.txt") + struct.pack(">II", 1, 0))
+        c.send("STAT", s(slowdir + "/e0001"))
+        if i % 2:
+            c.send("OPENDIR", s(slowdir))
+        time.sleep(0.02)
+        c.close()
+    report(True, "%d connections left mid-listing" % n)
+
+
+def main():
+    cmd, port = sys.argv[1], int(sys.argv[2])
+    if cmd == "proto":
+        proto(port, sys.argv[3])
+    elif cmd == "slow":
+        slow(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "leave":
+        leave(port, sys.argv[3], int(sys.argv[4]))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
