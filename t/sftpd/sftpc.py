@@ -280,29 +280,45 @@ def proto(port, root):
 
 
 def slow(port, slowdir, n):
+    # On one connection: a READDIR first, a STAT behind it, the STAT first
+    # (the first one: later scans of the directory may join a finished one).
+    c = Conn(port)
+    t, p = c.call("OPENDIR", s(slowdir))
+    h = s(p[4:4 + struct.unpack(">I", p[:4])[0]])
+    t0 = time.time()
+    rd = c.send("READDIR", h)
+    st = c.send("STAT", s("fast.txt"))
+    order = [c.reply()[1]]
+    t1 = time.time()
+    order.append(c.reply()[1])
+    t2 = time.time()
+    print("# first reply after %.3f s, second after %.3f s" % (t1 - t0, t2 - t0))
+    report(order == [st, rd], "one connection answers out of order (STAT before READDIR)")
+    c.close()
     fast = Conn(port)
     conns = [Conn(port) for _ in range(n)]
     handles = []
+    # All at once: each scan starts when its OPENDIR completes, and its
+    # first batch takes a getdents and a window of stats, each delayed.
     for c in conns:
-        t, p = c.call("OPENDIR", s(slowdir))
+        c.send("OPENDIR", s(slowdir))
+    for c in conns:
+        t, _, p = c.reply()
         if t != FXP["HANDLE"]:
             report(False, "OPENDIR %s: status %d" % (slowdir, status(p)))
             return
         handles.append(s(p[4:4 + struct.unpack(">I", p[:4])[0]]))
     for c, h in zip(conns, handles):
         c.send("READDIR", h)
+    t0 = time.time()
     t, p = fast.call("STAT", s("fast.txt"))
+    print("# STAT answered in %.3f s" % (time.time() - t0))
     pending = [c for c in conns if not select.select([c.sock], [], [], 0)[0]]
     report(t == FXP["ATTRS"], "STAT of a fast path answered")
     report(len(pending) == n, "... while %d of %d slow READDIRs were still pending" % (len(pending), n))
-    # On one connection: a READDIR first, a STAT behind it, the STAT first.
-    c = conns[0]
-    c.reply()
-    rd = c.send("READDIR", handles[0])
-    st = c.send("STAT", s("fast.txt"))
-    order = [c.reply()[1], c.reply()[1]]
-    report(order == [st, rd], "one connection answers out of order (STAT before READDIR)")
-    total = len(os.listdir(os.path.join(os.environ["SFTPD_ROOT"], slowdir.lstrip("/")))) + 2
+    for c in conns:
+        c.reply()
+    total = len(os.listdir(os.environ["SFTPD_BACK"])) + 2
     for c in conns[1:2]:
         ents, stt = listdir(c, slowdir)
         report(ents is not None and len(ents) == total and stt == EOF,
