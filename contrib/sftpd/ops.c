@@ -207,6 +207,21 @@ static void x__open_done(struct tevent_req *req)
 	sftpd_req_done(r);
 }
 
+static void x__read_done(struct tevent_req *req);
+
+/* A read from the page cache (RWF_NOWAIT) may stop short of what is
+ * there; clients such as sshfs take a short DATA for the end of the
+ * file, so a short read continues until the count or the end. */
+static bool x__read_more(struct sreq *r)
+{
+	struct tevent_req *req = ftev_pread_send(r, r->c->srv->ft, r->h->fd,
+	                                         r->want - r->got, r->off + r->got);
+	if (!req)
+		return false;
+	tevent_req_set_callback(req, x__read_done, r);
+	return true;
+}
+
 static void x__read_done(struct tevent_req *req)
 {
 	struct sreq *r = tevent_req_callback_data(req, struct sreq);
@@ -214,18 +229,36 @@ static void x__read_done(struct tevent_req *req)
 	ssize_t n = ftev_pread_recv(req, r, &buf);
 
 	talloc_free(req);
+	if (n > 0) {
+		if (!r->data) {
+			r->data = talloc_steal(r, buf);
+		} else {
+			uint8_t *d = talloc_realloc(r, r->data, uint8_t, r->got + (size_t)n);
+			if (!d) {
+				n = -ENOMEM;
+				goto reply;
+			}
+			memcpy(d + r->got, buf, (size_t)n);
+			r->data = d;
+			talloc_free(buf);
+		}
+		r->got += (uint32_t)n;
+		if (r->got < r->want && x__read_more(r))
+			return;
+	}
+reply:
 	sftpd_handle_release(r->h);
-	if (n < 0) {
+	if (r->got == 0 && n < 0) {
 		sftpd_status_errno(r, (int)-n);
 		return;
 	}
-	if (n == 0) {
+	if (r->got == 0) {
 		sftpd_status(r, SSH_FX_EOF, "end of file");
 		return;
 	}
 	struct sw_buf *w = &r->c->out;
 	size_t at = sw_begin(w, SSH_FXP_DATA, r->id, true);
-	sw_put_str(w, buf, (size_t)n);
+	sw_put_str(w, r->data, r->got);
 	sw_end(w, at);
 	sftpd_req_done(r);
 }
@@ -326,6 +359,8 @@ static void x__read(struct sreq *r, struct sw_reader *rd)
 	if (len > SFTPD_MAX_READ)
 		len = SFTPD_MAX_READ;
 	r->h = h;
+	r->off = off;
+	r->want = len;
 	h->busy++;
 	x__started(r, ftev_pread_send(r, r->c->srv->ft, h->fd, len, off),
 	           x__read_done);

@@ -86,6 +86,9 @@ struct sreq {
 	struct shandle *h;        /* the handle it uses, if any */
 	struct sreq *next;        /* READDIR queue */
 	const char *path;         /* OPENDIR: the directory beneath the root */
+	uint8_t *data;            /* READ: what was read so far */
+	uint32_t got, want;
+	uint64_t off;
 };
 
 /* conn.c */
