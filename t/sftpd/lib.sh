@@ -17,6 +17,7 @@ need() {
 need python3
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sftpd-test.XXXXXX")
+: > "$T/sftpd.log"
 SPID=
 fails=0
 cleanup_sftpd() {
