@@ -19,7 +19,7 @@ soak: fileserverd
 # libfibril-tevent (contrib/tevent): the lookup engine in a tevent loop,
 # and fsd-sftp (contrib/sftpd), an SFTP v3 server built on it. Built when
 # configure finds tevent and talloc; the scripted tests skip (77) without.
-EXTRA_DIST += contrib/tevent/fibril_tevent_int.h contrib/sftpd/README
+EXTRA_DIST += contrib/tevent/fibril_tevent_int.h
 dist_noinst_SCRIPTS += contrib/bench/sftp-bench
 dist_man_MANS += man/fsd-sftp.8
 SFTPD_SCRIPT_TESTS = t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/sshfs.sh \

@@ -204,6 +204,15 @@ int main(int argc, char **argv)
 		x__usage(stderr);
 		return 2;
 	}
+	/* Both need per-request credentials and case-insensitive lookups
+	 * in the lookup engine; a process-wide setuid is not an option
+	 * (every connection shares the process). */
+	if (user || icase) {
+		fprintf(stderr, "fsd-sftp: %s: not supported by this libfibril "
+		        "(no per-request credentials or case-insensitive lookups)\n",
+		        user ? "-u" : "-i");
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
 
 	TALLOC_CTX *top = talloc_new(NULL);

@@ -38,21 +38,37 @@ static void x__mode_str(uint32_t mode, char s[11])
 	s[10] = 0;
 }
 
+/* The date column of ls -l. Entries of a directory mostly share a few
+ * mtimes, and localtime_r and strftime cost more than the rest of the
+ * long name: the last one is kept. */
+static const char *x__date(time_t t)
+{
+	static __thread time_t last_t = -1, last_now;
+	static __thread char last[32];
+	time_t now = time(NULL);
+
+	if (t != last_t || now / 3600 != last_now / 3600) {
+		struct tm tm;
+		localtime_r(&t, &tm);
+		/* ls: the year instead of the time beyond six months. */
+		strftime(last, sizeof(last),
+		         t > now - 182 * 86400 && t < now + 86400 ? "%b %e %H:%M" : "%b %e  %Y",
+		         &tm);
+		last_t = t;
+		last_now = now;
+	}
+	return last;
+}
+
 static int x__longname(char *buf, size_t n, const struct lk_entry *e)
 {
-	char mode[11], date[32];
-	struct tm tm;
-	time_t t = (time_t)e->stx.stx_mtime.tv_sec, now = time(NULL);
+	char mode[11];
 
 	x__mode_str(e->stx.stx_mode, mode);
-	localtime_r(&t, &tm);
-	/* ls: the year instead of the time beyond six months. */
-	strftime(date, sizeof(date),
-	         t > now - 182 * 86400 && t < now + 86400 ? "%b %e %H:%M" : "%b %e  %Y",
-	         &tm);
 	return snprintf(buf, n, "%s %3u %-8u %-8u %8llu %s %s", mode,
 	                e->stx.stx_nlink, e->stx.stx_uid, e->stx.stx_gid,
-	                (unsigned long long)e->stx.stx_size, date, e->name);
+	                (unsigned long long)e->stx.stx_size,
+	                x__date((time_t)e->stx.stx_mtime.tv_sec), e->name);
 }
 
 /* Answers @r with the next entries of the batch. */
