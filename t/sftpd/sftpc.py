@@ -211,8 +211,14 @@ def proto(port, root):
     want = sorted(os.listdir(os.path.join(root, "many")) + [".", ".."])
     report(ents is not None and sorted(e[0] for e in ents) == want and st == EOF,
            "OPENDIR/READDIR list every entry, then EOF (%d)" % len(want))
-    report(ents is not None and all(e[1].endswith(" " + e[0]) for e in ents),
-           "long names end with the name")
+    import re
+    ls = re.compile(r"^[-dlcbps][-rwxsStT]{9} +\d+ \d+ +\d+ +(\d+) [A-Z][a-z]{2} [ \d]\d ( \d{4}|\d\d:\d\d) (.*)$")
+    good = ents is not None
+    for e in ents or []:
+        m = ls.match(e[1])
+        size = os.lstat(os.path.join(root, "many", e[0])).st_size
+        good = good and m is not None and m.group(3) == e[0] and int(m.group(1)) == size
+    report(good, "long names read as ls -l (mode, links, owner, group, size, date, name)")
     ents, st = listdir(c, "/a.txt")
     report(ents is None and st == NO_SUCH_FILE, "OPENDIR of a file fails")
 
