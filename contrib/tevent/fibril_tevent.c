@@ -75,10 +75,63 @@ static void x__rearm(struct ftev *ft)
 	}
 }
 
+void ftev__complete(struct ftev *ft, struct tevent_req *req, int err)
+{
+	if (ft->nready == ft->capready) {
+		size_t cap = ft->capready ? ft->capready * 2 : 64;
+		struct ftev__ready *r = talloc_realloc(ft, ft->ready,
+		                                       struct ftev__ready, cap);
+		if (!r) {
+			/* Still never from inside the engine: an immediate. */
+			tevent_req_defer_callback(req, ft->ev);
+			if (err)
+				tevent_req_error(req, err);
+			else
+				tevent_req_done(req);
+			return;
+		}
+		ft->ready = r;
+		ft->capready = cap;
+	}
+	ft->ready[ft->nready].req = req;
+	ft->ready[ft->nready].err = err;
+	ft->nready++;
+	if (!ft->in_run)
+		tevent_schedule_immediate(ft->im, ft->ev, x__on_imm, ft);
+}
+
+void ftev__forget(struct ftev *ft, struct tevent_req *req)
+{
+	for (size_t i = 0; i < ft->nready; i++)
+		if (ft->ready[i].req == req)
+			ft->ready[i].req = NULL;
+}
+
+/* Finishes the queued requests, in completion order; their callbacks
+ * may queue more (which this loop then finishes too) or free others. */
+static void x__notify(struct ftev *ft)
+{
+	for (size_t i = 0; i < ft->nready; i++) {
+		struct tevent_req *req = ft->ready[i].req;
+		int err = ft->ready[i].err;
+		if (!req)
+			continue;
+		ft->ready[i].req = NULL;
+		if (err)
+			tevent_req_error(req, err);
+		else
+			tevent_req_done(req);
+	}
+	ft->nready = 0;
+}
+
 static void x__run(struct ftev *ft)
 {
+	ft->in_run = true;
 	async_engine_process(ft->e, FTEV__BUDGET);
 	fibril_sched_run();
+	ft->in_run = false;
+	x__notify(ft);
 	x__rearm(ft);
 }
 
@@ -135,7 +188,7 @@ enum x__kind { X__OPEN, X__STAT, X__READLINK, X__FSTAT, X__PREAD };
 
 struct x__op {
 	struct tevent_req *req;   /* NULL once the request is gone */
-	struct tevent_context *ev;
+	struct ftev *ft;
 	enum x__kind kind;
 	bool in_send;             /* completing inside _send: post, not defer */
 	lk_op_t *lkop;            /* pending open */
@@ -147,6 +200,7 @@ struct x__op {
 };
 
 struct x__state {
+	struct ftev *ft;
 	struct x__op *op;         /* pending operation, else NULL */
 	long res;
 	struct lk_file f;         /* f.fd < 0 when none or taken */
@@ -176,10 +230,12 @@ static void x__finish(struct x__op *op, long res)
 		close(op->f.fd);
 	}
 	bool in_send = op->in_send;
-	struct tevent_context *ev = op->ev;
+	struct ftev *ft = op->ft;
 	talloc_free(op);
-	if (!in_send)
-		tevent_req_defer_callback(req, ev);
+	if (!in_send) {
+		ftev__complete(ft, req, res < 0 ? (int)-res : 0);
+		return;
+	}
 	if (res < 0)
 		tevent_req_error(req, (int)-res);
 	else
@@ -277,6 +333,7 @@ static void x__cleanup_fn(struct tevent_req *req, enum tevent_req_state state)
 
 	if (state != TEVENT_REQ_RECEIVED)
 		return;
+	ftev__forget(st->ft, req);
 	if (st->op) {
 		struct x__op *op = st->op;
 		st->op = NULL;
@@ -297,13 +354,14 @@ static struct tevent_req *x__new(TALLOC_CTX *mem, struct ftev *ft,
 	if (!req)
 		return NULL;
 	st->f.fd = -1;
+	st->ft = ft;
 	struct x__op *op = talloc_zero(NULL, struct x__op);
 	if (!op) {
 		talloc_free(req);
 		return NULL;
 	}
 	op->req = req;
-	op->ev = ft->ev;
+	op->ft = ft;
 	op->kind = kind;
 	op->f.fd = -1;
 	op->in_send = true;

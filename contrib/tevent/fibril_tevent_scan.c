@@ -21,6 +21,7 @@ struct ftev_scan {
 };
 
 struct x__next_state {
+	struct ftev *ft;
 	struct ftev_scan *s;      /* NULL once detached */
 	int res;
 	struct lk_entry *ents;
@@ -114,11 +115,7 @@ static void x__ready(void *arg)
 		return;
 	s->cur = NULL;
 	st->s = NULL;
-	tevent_req_defer_callback(req, s->ft->ev);
-	if (st->res < 0)
-		tevent_req_error(req, -st->res);
-	else
-		tevent_req_done(req);
+	ftev__complete(s->ft, req, st->res < 0 ? -st->res : 0);
 }
 
 static bool x__next_cancel(struct tevent_req *req)
@@ -135,6 +132,8 @@ static void x__next_cleanup(struct tevent_req *req, enum tevent_req_state state)
 {
 	struct x__next_state *st = tevent_req_data(req, struct x__next_state);
 
+	if (state == TEVENT_REQ_RECEIVED)
+		ftev__forget(st->ft, req);
 	if (state == TEVENT_REQ_RECEIVED && st->s) {
 		if (st->s->cur == req)
 			st->s->cur = NULL;
@@ -148,6 +147,8 @@ struct tevent_req *ftev_scan_next_send(TALLOC_CTX *mem, struct ftev_scan *s)
 	struct tevent_req *req = tevent_req_create(mem, &st, struct x__next_state);
 	if (!req)
 		return NULL;
+	st->ft = s->ft;
+	tevent_req_set_cleanup_fn(req, x__next_cleanup);
 	if (s->cur) {
 		tevent_req_error(req, EBUSY);
 		return tevent_req_post(req, s->ft->ev);
@@ -161,7 +162,6 @@ struct tevent_req *ftev_scan_next_send(TALLOC_CTX *mem, struct ftev_scan *s)
 	}
 	st->s = s;
 	s->cur = req;
-	tevent_req_set_cleanup_fn(req, x__next_cleanup);
 	tevent_req_set_cancel_fn(req, x__next_cancel);
 	return req;
 }
