@@ -23,13 +23,14 @@ EXTRA_DIST += contrib/tevent/fibril_tevent_int.h
 dist_noinst_SCRIPTS += contrib/bench/sftp-bench
 dist_man_MANS += man/fsd-sftp.8
 SFTPD_SCRIPT_TESTS = t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/sshfs.sh \
+	t/sftpd/users.sh \
 	t/sftpd/batch.sh t/sftpd/slow.sh
 dist_check_SCRIPTS += $(SFTPD_SCRIPT_TESTS)
 EXTRA_DIST += t/sftpd/lib.sh t/sftpd/sftpc.py
 TESTS += $(SFTPD_SCRIPT_TESTS)
 # The protocol and leak tests are quick and find memory errors: they run
 # again in the sanitizer build.
-UNIT_TESTS += t/sftpd/proto.sh t/sftpd/leak.sh
+UNIT_TESTS += t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/users.sh
 if HAVE_TEVENT
 lib_LTLIBRARIES += contrib/tevent/libfibril-tevent.la
 contrib_tevent_libfibril_tevent_la_SOURCES = contrib/tevent/fibril_tevent.c \

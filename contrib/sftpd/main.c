@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -204,21 +205,14 @@ int main(int argc, char **argv)
 		x__usage(stderr);
 		return 2;
 	}
-	/* Both need per-request credentials and case-insensitive lookups
-	 * in the lookup engine; a process-wide setuid is not an option
-	 * (every connection shares the process). */
-	if (user || icase) {
-		fprintf(stderr, "fsd-sftp: %s: not supported by this libfibril "
-		        "(no per-request credentials or case-insensitive lookups)\n",
-		        user ? "-u" : "-i");
-		return 2;
-	}
 	signal(SIGPIPE, SIG_IGN);
 
 	TALLOC_CTX *top = talloc_new(NULL);
 	struct sftpd *srv = talloc_zero(top, struct sftpd);
 	srv->icase = icase;
 	if (user) {
+		/* Per request: the process keeps its own ids (one process
+		 * serves every connection); see lk_cred_new(). */
 		errno = 0;
 		struct passwd *pw = getpwnam(user);
 		if (!pw) {
@@ -226,9 +220,17 @@ int main(int argc, char **argv)
 			        errno ? strerror(errno) : "no such user");
 			return 2;
 		}
-		srv->uid = pw->pw_uid;
-		srv->gid = pw->pw_gid;
-		srv->as_user = true;
+		gid_t groups[256];
+		int ng = 256;
+		if (getgrouplist(user, pw->pw_gid, groups, &ng) < 0) {
+			fprintf(stderr, "fsd-sftp: -u %s: more than 256 groups\n", user);
+			return 2;
+		}
+		if (lk_cred_new(pw->pw_uid, pw->pw_gid, (size_t)ng, groups,
+		                &srv->cred) < 0) {
+			fprintf(stderr, "fsd-sftp: -u %s: out of memory\n", user);
+			return 1;
+		}
 	}
 	int rc = lk_root_open(root, NULL, &srv->root);
 	if (rc < 0) {
@@ -270,6 +272,7 @@ int main(int argc, char **argv)
 	if (e)
 		async_engine_destroy(e);
 	lk_root_close(srv->root);
+	lk_cred_free(srv->cred);
 	talloc_free(top);
 	return status;
 }

@@ -160,6 +160,20 @@ static char *x__path(struct sreq *r, struct sw_reader *rd)
 	return rel;
 }
 
+const struct lk_lookup_opts *sftpd_lopts(struct sreq *r, int oflags)
+{
+	struct sftpd *s = r->c->srv;
+
+	if (!s->cred && !s->icase)
+		return NULL;
+	r->lo = (struct lk_lookup_opts){
+		.oflags = oflags,
+		.flags = s->icase ? LK_LOOKUP_NOCASE : 0,
+		.cred = s->cred,
+	};
+	return &r->lo;
+}
+
 /* ---- completions ---- */
 
 static void x__attrs_done(struct tevent_req *req)
@@ -318,8 +332,10 @@ static void x__open(struct sreq *r, struct sw_reader *rd)
 	struct sftpd *s = r->c->srv;
 	/* O_NONBLOCK: opening a FIFO beneath the root must not hold a
 	 * thread until a writer comes. */
-	x__started(r, ftev_open_send(r, s->ft, s->root, rel,
-	                             O_RDONLY | O_NONBLOCK | O_NOCTTY, NULL),
+	int of = O_RDONLY | O_NONBLOCK | O_NOCTTY;
+	const struct lk_lookup_opts *lo = sftpd_lopts(r, of);
+	x__started(r, lo ? ftev_lookup_send(r, s->ft, s->root, rel, lo) :
+	                   ftev_open_send(r, s->ft, s->root, rel, of, NULL),
 	           x__open_done);
 }
 
@@ -374,7 +390,8 @@ static void x__stat(struct sreq *r, struct sw_reader *rd)
 	/* v3 has no flags here; some clients send attribute flags anyway. */
 	struct sftpd *s = r->c->srv;
 	unsigned fl = r->type == SSH_FXP_LSTAT ? FTEV_NOFOLLOW : 0;
-	x__started(r, ftev_stat_send(r, s->ft, s->root, rel, fl, NULL),
+	x__started(r, ftev_stat_send(r, s->ft, s->root, rel, fl,
+	                             sftpd_lopts(r, 0)),
 	           x__attrs_done);
 }
 
@@ -421,7 +438,8 @@ static void x__readlink(struct sreq *r, struct sw_reader *rd)
 	if (!rel)
 		return;
 	struct sftpd *s = r->c->srv;
-	x__started(r, ftev_readlink_send(r, s->ft, s->root, rel, NULL),
+	x__started(r, ftev_readlink_send(r, s->ft, s->root, rel,
+	                                 sftpd_lopts(r, 0)),
 	           x__readlink_done);
 }
 

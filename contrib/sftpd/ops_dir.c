@@ -250,6 +250,7 @@ static void x__opendir_done(struct tevent_req *req)
 		.sort = LK_SORT_NAME,
 		.flags = LK_SCAN_DOTFILES | LK_SCAN_DOTDOT | LK_SCAN_LOOKUP_ATTRS,
 		.dir = &f,
+		.cred = s->cred,
 	};
 	rc = ftev_scan_open(h, s->ft, s->root, r->path, &o, &h->scan);
 	if (rc < 0) {
@@ -268,8 +269,10 @@ static void x__opendir_done(struct tevent_req *req)
 void sftpd_opendir(struct sreq *r, const char *rel)
 {
 	struct sftpd *s = r->c->srv;
-	struct tevent_req *req = ftev_open_send(r, s->ft, s->root, rel,
-	                                        O_RDONLY | O_DIRECTORY, NULL);
+	int of = O_RDONLY | O_DIRECTORY;
+	const struct lk_lookup_opts *lo = sftpd_lopts(r, of);
+	struct tevent_req *req = lo ? ftev_lookup_send(r, s->ft, s->root, rel, lo) :
+	                         ftev_open_send(r, s->ft, s->root, rel, of, NULL);
 	if (!req) {
 		sftpd_status(r, SSH_FX_FAILURE, "out of memory");
 		return;

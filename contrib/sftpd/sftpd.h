@@ -34,9 +34,7 @@ struct sftpd {
 	bool icase;               /* case-insensitive lookups */
 	bool stdio;               /* serving stdin/stdout: exit when it ends */
 	bool done;
-	uid_t uid;                /* -u: the connections' user */
-	gid_t gid;
-	bool as_user;
+	lk_cred_t *cred;          /* -u: every request acts as this user */
 	unsigned nconns;
 };
 
@@ -89,6 +87,7 @@ struct sreq {
 	uint8_t *data;            /* READ: what was read so far */
 	uint32_t got, want;
 	uint64_t off;
+	struct lk_lookup_opts lo;
 };
 
 /* conn.c */
@@ -113,6 +112,10 @@ void sftpd_put_handle(struct sw_buf *w, const struct shandle *h);
  *  ".." resolved lexically and never above the root. */
 char *sftpd_relpath(TALLOC_CTX *mem, const char *path);
 void sftpd_handle_release(struct shandle *h);
+
+/** The lookup options of a request on a path (credentials,
+ *  case-insensitive names), or NULL when there are none. */
+const struct lk_lookup_opts *sftpd_lopts(struct sreq *r, int oflags);
 
 /* ops_dir.c */
 void sftpd_opendir(struct sreq *r, const char *rel);

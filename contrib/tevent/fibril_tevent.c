@@ -195,6 +195,7 @@ struct x__op {
 	long cookie;              /* pending async call */
 	long result;              /* the async call's result slot (live) */
 	struct lk_file f;         /* f.fd < 0: none */
+	struct lk_lookup lk;      /* lk_lookup_start's (live) result */
 	struct statx stx;         /* live for ASYNC_STATX */
 	uint8_t *buf;             /* live for reads; a talloc child */
 };
@@ -309,6 +310,19 @@ static void x__open_cb(void *arg, int res, const struct lk_file *f)
 	x__opened(op, res);
 }
 
+static void x__lookup_cb(void *arg, int res, struct lk_lookup *l)
+{
+	struct x__op *op = arg;
+
+	op->lkop = NULL;
+	if (res == 0) {
+		op->f = l->file;
+		l->file.fd = -1;
+		lk_lookup_release(l);
+	}
+	x__opened(op, res);
+}
+
 static void x__cancel(struct x__op *op)
 {
 	if (op->lkop)
@@ -387,14 +401,28 @@ static struct tevent_req *x__sent(struct tevent_req *req, struct ftev *ft)
 static struct tevent_req *x__open_any(TALLOC_CTX *mem, struct ftev *ft,
                                       enum x__kind kind, lk_root_t *r,
                                       const char *path, int oflags,
-                                      lk_group_t *g)
+                                      lk_group_t *g,
+                                      const struct lk_lookup_opts *o)
 {
 	struct x__op *op;
 	struct tevent_req *req = x__new(mem, ft, kind, &op);
 	if (!req)
 		return NULL;
-	int rc = lk_open_start(r, path, oflags, g, &op->f, x__open_cb, op,
-	                       &op->lkop);
+	int rc;
+	if (o) {
+		struct lk_lookup_opts lo = *o;
+		lo.oflags = oflags;
+		rc = lk_lookup_start(r, path, &lo, &op->lk, x__lookup_cb, op,
+		                     &op->lkop);
+		if (rc == 0) {
+			op->f = op->lk.file;
+			op->lk.file.fd = -1;
+			lk_lookup_release(&op->lk);
+		}
+	} else {
+		rc = lk_open_start(r, path, oflags, g, &op->f, x__open_cb, op,
+		                   &op->lkop);
+	}
 	if (rc == 1)
 		return x__sent(req, ft);
 	op->lkop = NULL;
@@ -406,7 +434,16 @@ struct tevent_req *ftev_open_send(TALLOC_CTX *mem, struct ftev *ft,
                                   lk_root_t *r, const char *path, int oflags,
                                   lk_group_t *g)
 {
-	return x__open_any(mem, ft, X__OPEN, r, path, oflags, g);
+	return x__open_any(mem, ft, X__OPEN, r, path, oflags, g, NULL);
+}
+
+struct tevent_req *ftev_lookup_send(TALLOC_CTX *mem, struct ftev *ft,
+                                    lk_root_t *r, const char *path,
+                                    const struct lk_lookup_opts *o)
+{
+	static const struct lk_lookup_opts none = { .oflags = O_RDONLY };
+	const struct lk_lookup_opts *lo = o ? o : &none;
+	return x__open_any(mem, ft, X__OPEN, r, path, lo->oflags, NULL, lo);
 }
 
 static long x__recv(struct tevent_req *req)
@@ -438,10 +475,11 @@ int ftev_open_recv(struct tevent_req *req, struct lk_file *out)
 
 struct tevent_req *ftev_stat_send(TALLOC_CTX *mem, struct ftev *ft,
                                   lk_root_t *r, const char *path,
-                                  unsigned flags, lk_group_t *g)
+                                  unsigned flags,
+                                  const struct lk_lookup_opts *o)
 {
 	int of = O_PATH | ((flags & FTEV_NOFOLLOW) ? O_NOFOLLOW : 0);
-	return x__open_any(mem, ft, X__STAT, r, path, of, g);
+	return x__open_any(mem, ft, X__STAT, r, path, of, NULL, o);
 }
 
 static int x__stx_recv(struct tevent_req *req, struct statx *out)
@@ -462,10 +500,10 @@ int ftev_stat_recv(struct tevent_req *req, struct statx *out)
 
 struct tevent_req *ftev_readlink_send(TALLOC_CTX *mem, struct ftev *ft,
                                       lk_root_t *r, const char *path,
-                                      lk_group_t *g)
+                                      const struct lk_lookup_opts *o)
 {
 	return x__open_any(mem, ft, X__READLINK, r, path,
-	                   O_PATH | O_NOFOLLOW, g);
+	                   O_PATH | O_NOFOLLOW, NULL, o);
 }
 
 int ftev_readlink_recv(struct tevent_req *req, TALLOC_CTX *mem,

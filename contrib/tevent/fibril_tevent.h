@@ -5,6 +5,8 @@
  *   ftev_attach(ev, engine, &ft)       the engine's fd, timeout and kick
  *                                      become tevent events of @ev
  *   ftev_open_send / _recv             lk_open_start: fd + statx beneath a root
+ *   ftev_lookup_send / ftev_open_recv  lk_lookup_start: the same with options
+ *                                      (credentials, case-insensitive names)
  *   ftev_stat_send / _recv             statx of a path beneath a root
  *   ftev_readlink_send / _recv         a symlink's target beneath a root
  *   ftev_fstat_send / _recv            statx of an open fd
@@ -73,19 +75,31 @@ struct tevent_req *ftev_open_send(TALLOC_CTX *mem, struct ftev *ft,
  *  not taken by _recv is closed when the request is freed. */
 int ftev_open_recv(struct tevent_req *req, struct lk_file *out);
 
+/** lk_lookup_start(@r, @path, @o): an open with options, as the user of
+ *  o->cred (NULL: the process's own), LK_LOOKUP_NOCASE matching... (@o
+ *  is copied; NULL: lk_open with O_RDONLY). Collect with
+ *  ftev_open_recv(). When stopped at a symlink (LK_LOOKUP_STOP_SYMLINK)
+ *  the fd is an O_PATH fd of the link. */
+struct tevent_req *ftev_lookup_send(TALLOC_CTX *mem, struct ftev *ft,
+                                    lk_root_t *r, const char *path,
+                                    const struct lk_lookup_opts *o);
+
 #define FTEV_NOFOLLOW 0x1u  /**< stat a final symlink itself (lstat) */
 
 /** statx of @path beneath @r (an O_PATH open through the engine; the
- *  fd is closed before the result is delivered). */
+ *  fd is closed before the result is delivered), with @o's credentials,
+ *  flags and group (@o may be NULL; its oflags are ignored). */
 struct tevent_req *ftev_stat_send(TALLOC_CTX *mem, struct ftev *ft,
                                   lk_root_t *r, const char *path,
-                                  unsigned flags, lk_group_t *g);
+                                  unsigned flags,
+                                  const struct lk_lookup_opts *o);
 int ftev_stat_recv(struct tevent_req *req, struct statx *out);
 
-/** The target of the symlink @path beneath @r, as stored. */
+/** The target of the symlink @path beneath @r, as stored (@o as for
+ *  ftev_stat_send()). */
 struct tevent_req *ftev_readlink_send(TALLOC_CTX *mem, struct ftev *ft,
                                       lk_root_t *r, const char *path,
-                                      lk_group_t *g);
+                                      const struct lk_lookup_opts *o);
 /** 0 and *target (NUL-terminated, a child of @mem), or -errno
  *  (-EINVAL: not a symlink). */
 int ftev_readlink_recv(struct tevent_req *req, TALLOC_CTX *mem,

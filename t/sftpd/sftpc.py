@@ -8,6 +8,7 @@ input that real clients never send.
                                   list the slow directory SLOWDIR
   sftpc.py leave PORT SLOWDIR N   N connections start listings, open files
                                   and disconnect mid-way
+  sftpc.py probe PORT PATH...     per path: STAT, OPEN+READ, OPENDIR results
 Prints "ok - ..." / "not ok - ..." lines; exits 1 on any failure."""
 import os, random, select, socket, stat, struct, sys, time
 
@@ -357,9 +358,31 @@ def leave(port, slowdir, n):
     report(True, "%d connections left mid-listing" % n)
 
 
+def probe(port, paths):
+    """Prints, per path, what STAT, READ of the file and OPENDIR give."""
+    c = Conn(port)
+    for path in paths:
+        t, p = c.call("STAT", s(path))
+        st = "attrs" if t == FXP["ATTRS"] else "status%d" % status(p)
+        t, p = c.call("OPEN", s(path) + struct.pack(">II", 1, 0))
+        if t == FXP["HANDLE"]:
+            h = s(p[4:4 + struct.unpack(">I", p[:4])[0]])
+            t, p = c.call("READ", h + struct.pack(">QI", 0, 100))
+            rd = "data" if t == FXP["DATA"] else "status%d" % status(p)
+            c.call("CLOSE", h)
+        else:
+            rd = "status%d" % status(p)
+        ents, d = listdir(c, path)
+        ls = "list%d" % len(ents) if ents is not None else "status%d" % d
+        print("%s %s %s %s" % (path, st, rd, ls))
+    c.close()
+
+
 def main():
     cmd, port = sys.argv[1], int(sys.argv[2])
-    if cmd == "proto":
+    if cmd == "probe":
+        probe(port, sys.argv[3:])
+    elif cmd == "proto":
         proto(port, sys.argv[3])
     elif cmd == "slow":
         slow(port, sys.argv[3], int(sys.argv[4]))
