@@ -22,12 +22,12 @@ soak: fileserverd
 EXTRA_DIST += contrib/tevent/fibril_tevent_int.h
 dist_noinst_SCRIPTS += contrib/bench/sftp-bench
 dist_man_MANS += man/fsd-sftp.8
-SFTPD_SCRIPT_TESTS = t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/sshfs.sh \
+SFTPD_IT = t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/sshfs.sh \
 	t/sftpd/users.sh \
 	t/sftpd/batch.sh t/sftpd/slow.sh
-dist_check_SCRIPTS += $(SFTPD_SCRIPT_TESTS)
+dist_check_SCRIPTS += $(SFTPD_IT)
 EXTRA_DIST += t/sftpd/lib.sh t/sftpd/sftpc.py
-TESTS += $(SFTPD_SCRIPT_TESTS)
+TESTS += $(SFTPD_IT)
 # The protocol and leak tests are quick and find memory errors: they run
 # again in the sanitizer build.
 UNIT_TESTS += t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/users.sh
@@ -49,14 +49,14 @@ contrib_sftpd_fsd_sftp_CFLAGS = $(AM_CFLAGS) $(TEVENT_CFLAGS)
 contrib_sftpd_fsd_sftp_LDADD = contrib/tevent/libfibril-tevent.la \
 	fibril/libfibril.la $(TEVENT_LIBS)
 
-FTEV_TESTS = t/sftpd/test_ftev
-check_PROGRAMS += $(FTEV_TESTS)
-TESTS += $(FTEV_TESTS) $(FTEV_TESTS:=-threads.sh)
-UNIT_TESTS += $(FTEV_TESTS) $(FTEV_TESTS:=-threads.sh)
+SFTPD_UNIT = t/sftpd/test_ftev
+check_PROGRAMS += $(SFTPD_UNIT)
+TESTS += $(SFTPD_UNIT) $(SFTPD_UNIT:=-threads.sh)
+UNIT_TESTS += $(SFTPD_UNIT) $(SFTPD_UNIT:=-threads.sh)
 t_sftpd_test_ftev_SOURCES = t/sftpd/test_ftev.c
-t_sftpd_test_ftev_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TEVENT_CFLAGS)
+t_sftpd_test_ftev_CFLAGS = $(UNIT_CFLAGS) $(TEVENT_CFLAGS)
 t_sftpd_test_ftev_LDADD = contrib/tevent/libfibril-tevent.la \
-	fibril/libfibril.la $(CHECK_LIBS) $(TEVENT_LIBS)
+	fibril/libfibril.la $(UNIT_LDADD) $(TEVENT_LIBS)
 endif
 bench-sftp: all
 	bash $(srcdir)/contrib/bench/sftp-bench "$(abs_top_builddir)"

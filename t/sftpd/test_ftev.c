@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "fibril/fibril.h"
+#include "t/tmain.h"
 #include "contrib/tevent/fibril_tevent.h"
 
 static char top[300], local[340], back[340], mnt[340], slowfs_pid[32];
@@ -469,7 +471,7 @@ static int mount_slowfs(unsigned delay_ms)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
-int main(void)
+static int before(void)
 {
 	const char *t = getenv("TMPDIR");
 	snprintf(top, sizeof(top), "%s/ftev.XXXXXX", t && *t ? t : "/tmp");
@@ -493,9 +495,11 @@ int main(void)
 	int ok = symlink("a.txt", p) == 0;
 	snprintf(p, sizeof(p), "%s/esc", local);
 	ok = ok && symlink("/etc/passwd", p) == 0;
-	if (!ok)
+	if (!ok) {
+		mnt[0] = 0;
+		unmount();
 		return 1;
-
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	int m = mount_slowfs(30);
@@ -507,6 +511,11 @@ int main(void)
 			return 1;
 		}
 	}
+	return 0;
+}
+
+static Suite *suite(void)
+{
 	Suite *s = suite_create("ftev");
 	TCase *tc = tcase_create("local");
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -528,10 +537,7 @@ int main(void)
 		tcase_add_test(sc, scan_cancel);
 		suite_add_tcase(s, sc);
 	}
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	unmount();
-	return failed ? 1 : 0;
+	return s;
 }
+
+TMAIN_SUITE(.suite = suite, .before = before, .after = unmount);
