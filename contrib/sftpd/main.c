@@ -178,12 +178,39 @@ static void x__on_usr1(struct tevent_context *ev, struct tevent_signal *se,
 	          async_engine_inflight(ftev_engine(srv->ft)));
 }
 
+/* -u USER: the credentials every request of every connection runs
+ * with. Per request: the process keeps its own ids (one process serves
+ * every connection); see lk_cred_new(). Returns 0 or an exit status. */
+static int x__user(struct sftpd *srv, const char *user)
+{
+	errno = 0;
+	struct passwd *pw = getpwnam(user);
+	if (!pw) {
+		fprintf(stderr, "fsd-sftp: -u %s: %s\n", user,
+		        errno ? strerror(errno) : "no such user");
+		return 2;
+	}
+	gid_t groups[256];
+	int ng = 256;
+	if (getgrouplist(user, pw->pw_gid, groups, &ng) < 0) {
+		fprintf(stderr, "fsd-sftp: -u %s: more than 256 groups\n", user);
+		return 2;
+	}
+	if (lk_cred_new(pw->pw_uid, pw->pw_gid, (size_t)ng, groups,
+	                &srv->cred) < 0) {
+		fprintf(stderr, "fsd-sftp: -u %s: out of memory\n", user);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *root = ".", *user = NULL;
 	const char *listen_on[X__MAX_LISTEN];
 	int nlisten = 0, opt;
 	bool icase = false;
+	int rc;
 
 	while ((opt = getopt(argc, argv, "r:l:u:ih")) != -1) {
 		switch (opt) {
@@ -210,29 +237,9 @@ int main(int argc, char **argv)
 	TALLOC_CTX *top = talloc_new(NULL);
 	struct sftpd *srv = talloc_zero(top, struct sftpd);
 	srv->icase = icase;
-	if (user) {
-		/* Per request: the process keeps its own ids (one process
-		 * serves every connection); see lk_cred_new(). */
-		errno = 0;
-		struct passwd *pw = getpwnam(user);
-		if (!pw) {
-			fprintf(stderr, "fsd-sftp: -u %s: %s\n", user,
-			        errno ? strerror(errno) : "no such user");
-			return 2;
-		}
-		gid_t groups[256];
-		int ng = 256;
-		if (getgrouplist(user, pw->pw_gid, groups, &ng) < 0) {
-			fprintf(stderr, "fsd-sftp: -u %s: more than 256 groups\n", user);
-			return 2;
-		}
-		if (lk_cred_new(pw->pw_uid, pw->pw_gid, (size_t)ng, groups,
-		                &srv->cred) < 0) {
-			fprintf(stderr, "fsd-sftp: -u %s: out of memory\n", user);
-			return 1;
-		}
-	}
-	int rc = lk_root_open(root, NULL, &srv->root);
+	if (user && (rc = x__user(srv, user)) != 0)
+		return rc;
+	rc = lk_root_open(root, NULL, &srv->root);
 	if (rc < 0) {
 		fprintf(stderr, "fsd-sftp: -r %s: %s\n", root, strerror(-rc));
 		return 1;
