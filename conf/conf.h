@@ -73,7 +73,10 @@ struct conf {
 	unsigned max_ranges;          /**< ranges per request (default 16) */
 	unsigned request_timeout;     /**< seconds for a suspended request (default 30) */
 	unsigned connection_timeout;  /**< idle keep-alive seconds (default 60) */
-	unsigned max_connections;     /**< per worker (default 4096) */
+	unsigned max_connections;     /**< per worker (default 4096, lowered to fit RLIMIT_NOFILE) */
+	unsigned max_connections_per_ip; /**< per client address, all workers (default 256; 0: no limit) */
+	unsigned header_timeout;      /**< seconds for a whole request head (default 10) */
+	size_t min_send_rate;         /**< bytes/s a client must take a response at (default 1024; 0: off) */
 	unsigned max_listings;        /**< listings in progress per worker (default 8) */
 	size_t small_file_max;        /**< bodies up to this are read into memory (default 65536) */
 	size_t request_header_max;    /**< request line + header fields, bytes; more: 431 (default 8192) */

@@ -126,6 +126,16 @@ struct fsd_worker {
 	bool stopping;
 	bool resumed;                  /* a connection was resumed since the last MHD_run */
 	uint64_t stop_deadline_ns;
+
+	/* conn.c */
+	struct fsd_conn *conns;        /* open connections */
+	unsigned nconns;
+	struct event **accept_ev;      /* one per shared listening socket */
+	uint64_t next_sweep_ns;
+	struct {                       /* logged and reset by each sweep */
+		unsigned refused, refused_fds, refused_ip, head_closed, slow_closed;
+		uint8_t refused_ip_addr[16];
+	} cs;
 };
 
 /* worker.c */
@@ -137,6 +147,22 @@ void fsd_worker_track(struct fsd_worker *w, struct fsd_req *rq);
 void fsd_worker_untrack(struct fsd_worker *w, struct fsd_req *rq);
 /* After MHD_resume_connection(): have the loop run MHD now. */
 void fsd_worker_kick(struct fsd_worker *w);
+
+/* conn.c: accepting (the workers share the listening sockets) and the
+ * per-connection limits: max_connections, max_connections_per_ip,
+ * header_timeout, min_send_rate. */
+int fsd_conn_start(struct fsd_worker *w);         /* after the MHD daemons */
+void fsd_conn_stop_accepting(struct fsd_worker *w);
+/* Deadlines and the log of refusals; runs at most once a second. */
+void fsd_conn_sweep(struct fsd_worker *w);
+/* MHD_OPTION_NOTIFY_CONNECTION (cls is the worker). */
+void fsd_conn_notify_cb(void *cls, struct MHD_Connection *mc, void **ctx,
+                        enum MHD_ConnectionNotificationCode code);
+/* The request head is complete / its response is queued / the
+ * response is done (the next head's deadline starts). */
+void fsd_conn_head_done(struct MHD_Connection *mc);
+void fsd_conn_sending(struct MHD_Connection *mc);
+void fsd_conn_request_done(struct MHD_Connection *mc);
 
 /* request.c: MHD callbacks (cls is the worker) */
 void *fsd_uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c);

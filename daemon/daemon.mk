@@ -4,6 +4,7 @@ fileserverd_SOURCES = \
 	daemon/daemon.h \
 	daemon/main.c \
 	daemon/worker.c \
+	daemon/conn.c \
 	daemon/request.c \
 	daemon/respond.c \
 	daemon/reqhdr.c daemon/reqhdr.h \

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,30 +45,31 @@ static void conf_err(void *arg, const char *msg)
 	fprintf(stderr, "%s\n", msg);
 }
 
-static int bind_one(const struct conf_listen *l, in_port_t port_override)
+/*
+ * One listening socket per address, shared by every worker (each
+ * accepts from it, conn.c), and no SO_REUSEPORT: with it, a second
+ * server run by the same user (another fileserverd, anything setting
+ * the option) would bind the same port without an error and silently
+ * take a share of the connections. Without it the kernel refuses the
+ * port to anyone while we hold it, and refuses it to us while anyone
+ * else does: EADDRINUSE at start-up, as with nginx.
+ */
+static int bind_one(const struct conf_listen *l)
 {
-	struct sockaddr_storage ss = l->addr;
 	int one = 1, fd;
 
-	if (port_override) {
-		if (ss.ss_family == AF_INET)
-			((struct sockaddr_in *)&ss)->sin_port = port_override;
-		else
-			((struct sockaddr_in6 *)&ss)->sin6_port = port_override;
-	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* Only lets us rebind over connections in TIME_WAIT after a
+	 * restart; a listening socket still holds the port. */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	/* One socket per worker on the same address: the kernel spreads
-	 * connections over the workers without a shared accept queue. */
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-	if (ss.ss_family == AF_INET6)
+	if (l->addr.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
 	/* Accept once the first bytes are in, so that reqhdr.c can tell a
 	 * non-HTTP client at once (and idle connects cost no fd). */
 	setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &(int){ 10 }, sizeof(int));
-	if (bind(fd, (struct sockaddr *)&ss, l->addrlen) < 0 ||
+	if (bind(fd, (const struct sockaddr *)&l->addr, l->addrlen) < 0 ||
 	    listen(fd, 1024) < 0) {
 		int e = -errno;
 		close(fd);
@@ -113,8 +115,14 @@ static int drop_privileges(const struct conf *c)
 	struct passwd *pw;
 	gid_t gid;
 
-	if (!c->user)
+	if (!c->user) {
+		if (geteuid() == 0)
+			fsd_log(LOG_WARNING, "running as root without 'user': files are "
+			        "served with root's access (mode 000 files and other users' "
+			        "private files included); set user = nobody (or another "
+			        "unprivileged user), or user = root to keep root");
 		return 0;
+	}
 	pw = getpwnam(c->user);
 	if (!pw) {
 		fprintf(stderr, "fileserverd: user %s: no such user\n", c->user);
@@ -141,6 +149,49 @@ static int drop_privileges(const struct conf *c)
 		return -1;
 	}
 	return 0;
+}
+
+/* Descriptors beyond the connections: logs, listening sockets, and per
+ * worker its epoll and event fds, the ring, inotify, the spare fd of
+ * conn.c; a listing in progress holds its directory twice (the scan's
+ * dup). Every connection may hold the file it sends besides its socket. */
+#define FSD_FDS_BASE 32
+#define FSD_FDS_PER_WORKER 16
+#define FSD_FDS_PER_CONN 2
+
+/*
+ * Raises the soft RLIMIT_NOFILE to the hard one and lowers
+ * max_connections to what the limit can hold, keeping descriptors in
+ * reserve for the files and listings of the connections admitted: at
+ * 1,024 open files, 4,096 connections meant accepted ones answered 500
+ * because no file could be opened for them.
+ */
+static void fit_fd_limit(struct conf *c)
+{
+	struct rlimit rl;
+	unsigned long long n, reserve, fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur != rl.rlim_max) {
+		struct rlimit want = { rl.rlim_max, rl.rlim_max };
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			rl = want;
+	}
+	n = rl.rlim_cur == RLIM_INFINITY ? 1ULL << 30 : (unsigned long long)rl.rlim_cur;
+	reserve = FSD_FDS_BASE + c->nlisten +
+	          (unsigned long long)c->workers * (FSD_FDS_PER_WORKER + 2ULL * c->max_listings);
+	fit = n > reserve ? (n - reserve) / FSD_FDS_PER_CONN / c->workers : 0;
+	if (fit < 1)
+		fit = 1;
+	if (c->max_connections > fit) {
+		fsd_log(LOG_WARNING, "max_connections lowered from %u to %llu per worker: "
+		        "open file limit %llu", c->max_connections, fit, n);
+		c->max_connections = (unsigned)fit;
+	}
+	fsd_log(LOG_NOTICE, "at most %u connections per worker, %u per client address; "
+	        "open file limit %llu", c->max_connections,
+	        c->max_connections_per_ip, n);
 }
 
 int main(int argc, char **argv)
@@ -258,19 +309,16 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	for (size_t l = 0; l < c->nlisten; l++) {
-		in_port_t port = 0;
-		for (unsigned i = 0; i < nw; i++) {
-			int fd = bind_one(&c->listen[l], port);
-			if (fd < 0) {
-				fprintf(stderr, "fileserverd: listen %s: %s\n",
-				        c->listen[l].text, strerror(-fd));
-				return 1;
-			}
-			if (!port)
-				port = bound_port(fd);
-			w[i].listen_fds[l] = fd;
+		int fd = bind_one(&c->listen[l]);
+		if (fd < 0) {
+			fprintf(stderr, "fileserverd: listen %s: %s%s\n", c->listen[l].text,
+			        strerror(-fd), fd == -EADDRINUSE ?
+			        " (another process is listening there)" : "");
+			return 1;
 		}
-		print_url(&c->listen[l], port);
+		for (unsigned i = 0; i < nw; i++)
+			w[i].listen_fds[l] = fd;
+		print_url(&c->listen[l], bound_port(fd));
 	}
 	fflush(stdout);
 	/* Logs are opened while still privileged (like the sockets), so
@@ -281,6 +329,7 @@ int main(int argc, char **argv)
 		fsd_log_close();
 		return 1;
 	}
+	fit_fd_limit(c);
 
 	/* Signals: blocked in every thread, taken here with sigwait. */
 	sigset_t set;
@@ -328,6 +377,8 @@ int main(int argc, char **argv)
 		fsd_worker_join(&w[i]);
 	fsd_log(LOG_NOTICE, "stopped");
 	fsd_log_close();
+	for (size_t l = 0; l < c->nlisten; l++)
+		close(w[0].listen_fds[l]);
 	for (unsigned i = 0; i < nw; i++)
 		free(w[i].listen_fds);
 	free(w);

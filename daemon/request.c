@@ -168,6 +168,7 @@ static enum MHD_Result queue(struct fsd_req *rq)
 	if (rq->close && !rq->resp_put)
 		MHD_add_response_header(rq->resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r = MHD_queue_response(rq->conn, rq->status, rq->resp);
+	fsd_conn_sending(rq->conn);
 	resp_release(rq);
 	rq->state = RQ_QUEUED;
 	return r;
@@ -247,6 +248,7 @@ enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
 	switch (rq->state) {
 	case RQ_NEW:
 		rq->conn = conn;
+		fsd_conn_head_done(conn);
 		if (parse_method(rq, method) < 0)
 			return MHD_NO;
 		size_t vl = strnlen(version, sizeof rq->version - 1);
@@ -306,6 +308,7 @@ void fsd_completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct fsd_req *rq = *con_cls;
 
 	(void)cls;
+	fsd_conn_request_done(conn);
 	if (!rq)
 		return;
 	*con_cls = NULL;

@@ -57,6 +57,8 @@ static void engine_log(int level, const char *msg, void *arg)
 	fsd_log(level > LOG_NOTICE ? LOG_NOTICE : level, "%s", msg);
 }
 
+static void expire(struct fsd_worker *w);
+
 static void schedule(struct fsd_worker *w)
 {
 	long ms = -1;
@@ -67,6 +69,10 @@ static void schedule(struct fsd_worker *w)
 	 * may finish requests and resume connections. */
 	if (fibril_sched_count())
 		fibril_sched_run();
+	/* Deadlines are checked here, not only on the timer: on a busy
+	 * worker every event re-arms the timer below and it never fires. */
+	expire(w);
+	fsd_conn_sweep(w);
 	for (size_t i = 0; i < w->nmhd; i++)
 		if (w->mhd[i] && MHD_get_timeout(w->mhd[i], &t) == MHD_YES)
 			if (ms < 0 || (long long)t < ms)
@@ -167,6 +173,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		async_engine_process(w->engine, 0);
 	fibril_sched_run();
 	expire(w);
+	fsd_conn_sweep(w);
 	run_mhd(w);
 	if (w->stopping) {
 		unsigned conns = 0;
@@ -195,16 +202,9 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 		return;
 	w->stopping = true;
 	w->stop_deadline_ns = fibril_now_ns() + FSD_STOP_GRACE_MS * 1000000ull;
-	/* Stop accepting; the kernel then refuses new connections on this
-	 * worker's socket once we close it. */
-	for (size_t i = 0; i < w->nmhd; i++)
-		if (w->mhd[i]) {
-			MHD_socket s = MHD_quiesce_daemon(w->mhd[i]);
-			if (s != MHD_INVALID_SOCKET) {
-				close(s);
-				w->listen_fds[i] = -1;
-			}
-		}
+	/* Stop accepting; the listening sockets are shared by the workers
+	 * and closed by main() once all of them are done. */
+	fsd_conn_stop_accepting(w);
 	while (w->susp_head)
 		fsd_req_abandon(w->susp_head, 503);
 	fsd_listing_stop(w);
@@ -270,15 +270,16 @@ static int worker_setup(struct fsd_worker *w)
 		const union MHD_DaemonInfo *di;
 		w->mhd[i] = MHD_start_daemon(
 			MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
-			MHD_USE_ERROR_LOG,
+			MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
 			0, NULL, NULL, fsd_access_cb, w,
-			MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fds[i],
+			MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_notify_cb, w,
 			MHD_OPTION_URI_LOG_CALLBACK, fsd_uri_log_cb, w,
 			MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
 			MHD_OPTION_NOTIFY_COMPLETED, fsd_completed_cb, w,
 			MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_notify_cb, w,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
-			MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+			/* conn.c refuses first, with a 503; this only guards. */
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections + 16,
 			/* Not 1: in 0.9.75 strict mode answers a missing Host with a
 			 * malformed response (its headers sent twice); reqhdr.c and
 			 * proto/reqcheck.c do the RFC 9112 checks instead
@@ -309,6 +310,9 @@ static int worker_setup(struct fsd_worker *w)
 		if (r < 0)
 			return r;
 	}
+	r = fsd_conn_start(w);
+	if (r < 0)
+		return r;
 	w->stop_ev = event_new(w->base, w->stop_efd, EV_READ | EV_PERSIST, on_stop, w);
 	w->timer = evtimer_new(w->base, on_timer, w);
 	w->kick_ev = event_new(w->base, -1, 0, on_kick, w);
@@ -319,6 +323,7 @@ static int worker_setup(struct fsd_worker *w)
 
 static void worker_teardown(struct fsd_worker *w)
 {
+	fsd_conn_stop_accepting(w);
 	/* MHD requires every suspended connection resumed before stopping. */
 	while (w->susp_head)
 		fsd_req_abandon(w->susp_head, 503);
@@ -345,12 +350,9 @@ static void worker_teardown(struct fsd_worker *w)
 	if (fibril_sched_count())
 		fsd_log(LOG_WARNING, "worker %u: %u request fibrils still running at exit",
 		        w->id, fibril_sched_count());
-	for (size_t i = 0; i < w->nmhd; i++) {
+	for (size_t i = 0; i < w->nmhd; i++)
 		if (w->mhd_ev && w->mhd_ev[i])
 			event_free(w->mhd_ev[i]);
-		if (w->listen_fds[i] >= 0)
-			close(w->listen_fds[i]);
-	}
 	free(w->mhd_ev);
 	free(w->mhd);
 	if (w->stop_ev)

@@ -1,0 +1,461 @@
+#include "first.h"
+
+/*
+ * Connections: accepting them, and the limits that hold per connection.
+ *
+ * libmicrohttpd runs without a listening socket of its own
+ * (MHD_USE_NO_LISTEN_SOCKET): every worker watches the shared listening
+ * sockets and accepts itself, so that a connection over a limit is
+ * answered at once instead of waiting unseen in the kernel's accept
+ * queue (0.9.75 stops watching its socket at MHD_OPTION_CONNECTION_LIMIT
+ * and, at MHD_OPTION_PER_IP_CONNECTION_LIMIT, closes without a word):
+ *  - max_connections per worker and max_connections_per_ip over all
+ *    workers: beyond them the connection gets a 503 with Retry-After
+ *    and is closed, and the refusals are logged (summed once a second);
+ *  - header_timeout: the whole request head must arrive within that
+ *    many seconds of the connection's start or of the end of its
+ *    previous response. MHD's own timeout (connection_timeout) restarts
+ *    with every byte, so a client trickling its head held a connection
+ *    for ever;
+ *  - min_send_rate: past a grace of connection_timeout seconds, a
+ *    response must have been acknowledged by the client (TCP_INFO's
+ *    bytes_acked) at that average rate, or the connection is closed:
+ *    a client reading a byte at a time held it for ever too.
+ * A connection over a deadline is shut down; MHD sees the end of the
+ * stream and closes it the usual way (completion callbacks included).
+ */
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <fibril/fibril.h>
+
+/* Connections accepted per wake-up of one worker: the workers share
+ * the listening socket, and a small batch leaves the rest of a burst
+ * to the others. */
+#define CONN_ACCEPT_BATCH 8
+
+enum conn_state {
+	CONN_HEAD,      /* waiting for a request head */
+	CONN_BUSY,      /* head complete, no response queued yet */
+	CONN_SENDING,   /* a response is queued */
+};
+
+struct fsd_conn {
+	struct fsd_worker *w;
+	struct MHD_Connection *mc;
+	int fd;
+	bool has_addr;
+	bool served;            /* a response was completed on it */
+	uint8_t addr[16];       /* IPv4 as ::ffff:a.b.c.d */
+	enum conn_state state;
+	uint64_t t0;            /* start of the head, or of the response */
+	uint64_t acked0;        /* bytes_acked when the response started */
+	uint64_t paused;        /* ns suspended (waiting on the file system) */
+	uint64_t swept;         /* last sweep that saw it */
+	struct fsd_conn *prev, *next;
+};
+
+/* ---- connections per client address, over all workers ---- */
+
+#define IP_BUCKETS 4096
+
+struct ip_node {
+	uint8_t addr[16];
+	unsigned n;
+	struct ip_node *next;
+};
+
+static struct ip_node *ip_tab[IP_BUCKETS];
+static pthread_mutex_t ip_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned ip_hash(const uint8_t a[16])
+{
+	uint32_t h = 2166136261u;
+	for (int i = 0; i < 16; i++)
+		h = (h ^ a[i]) * 16777619u;
+	return h % IP_BUCKETS;
+}
+
+static struct ip_node **ip_find(const uint8_t a[16])
+{
+	struct ip_node **p = &ip_tab[ip_hash(a)];
+	while (*p && memcmp((*p)->addr, a, 16))
+		p = &(*p)->next;
+	return p;
+}
+
+static unsigned ip_count(const uint8_t a[16])
+{
+	unsigned n;
+	pthread_mutex_lock(&ip_mu);
+	n = *ip_find(a) ? (*ip_find(a))->n : 0;
+	pthread_mutex_unlock(&ip_mu);
+	return n;
+}
+
+static void ip_add(const uint8_t a[16], int d)
+{
+	pthread_mutex_lock(&ip_mu);
+	struct ip_node **p = ip_find(a);
+	if (!*p && d > 0) {
+		*p = calloc(1, sizeof **p);
+		if (*p)
+			memcpy((*p)->addr, a, 16);
+	}
+	if (*p) {
+		(*p)->n += (unsigned)d;
+		if (!(*p)->n) {
+			struct ip_node *dead = *p;
+			*p = dead->next;
+			free(dead);
+		}
+	}
+	pthread_mutex_unlock(&ip_mu);
+}
+
+static bool addr_key(const struct sockaddr *sa, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (sa && sa->sa_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return true;
+	}
+	if (sa && sa->sa_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+static const char *addr_text(const uint8_t a[16], char *buf, size_t len)
+{
+	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	if (!memcmp(a, v4, 12))
+		return inet_ntop(AF_INET, a + 12, buf, (socklen_t)len);
+	return inet_ntop(AF_INET6, a, buf, (socklen_t)len);
+}
+
+/* ---- refusing at the limits ---- */
+
+static const char resp_503[] =
+	"HTTP/1.1 503 Service Unavailable\r\n"
+	"Server: fileserverd/" PACKAGE_VERSION "\r\n"
+	"Content-Type: text/plain\r\n"
+	"Content-Length: 20\r\n"
+	"Retry-After: 1\r\n"
+	"Connection: close\r\n"
+	"\r\n"
+	"Too many connections";
+static const char resp_408[] =
+	"HTTP/1.1 408 Request Timeout\r\n"
+	"Server: fileserverd/" PACKAGE_VERSION "\r\n"
+	"Content-Length: 0\r\n"
+	"Connection: close\r\n"
+	"\r\n";
+
+/* Writes a whole small answer if the socket takes it at once, then
+ * ends our side. What the client sent is read first: closing with
+ * unread data would reset the connection and could discard the answer
+ * before the client reads it. */
+static void say_and_shut(int fd, const char *msg, size_t len)
+{
+	char junk[4096];
+
+	while (recv(fd, junk, sizeof junk, MSG_DONTWAIT) > 0)
+		;
+	if (msg && send(fd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		(void)0;        /* nothing more to do for a client gone */
+	shutdown(fd, SHUT_RDWR);
+}
+
+static void refuse(struct fsd_worker *w, int fd, const uint8_t *key, bool per_ip)
+{
+	say_and_shut(fd, resp_503, sizeof resp_503 - 1);
+	close(fd);
+	if (per_ip) {
+		w->cs.refused_ip++;
+		if (key)
+			memcpy(w->cs.refused_ip_addr, key, 16);
+	} else
+		w->cs.refused++;
+}
+
+/* Kept open to be given up when accept() meets EMFILE: the connection
+ * it then admits is refused properly rather than left in the queue. */
+static int spare_fd = -1;
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void accept_over_fd_limit(struct fsd_worker *w, int lfd)
+{
+	pthread_mutex_lock(&spare_mu);
+	if (spare_fd >= 0) {
+		close(spare_fd);
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			refuse(w, fd, NULL, false);
+			w->cs.refused_fds++;
+		}
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&spare_mu);
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct fsd_worker *w = arg;
+	const struct conf *c = &fsd.conf;
+	size_t li;
+
+	(void)what;
+	for (li = 0; li < w->nmhd && w->listen_fds[li] != lfd; li++)
+		;
+	if (li == w->nmhd || w->stopping)
+		return;
+	for (int i = 0; i < CONN_ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof ss;
+		uint8_t key[16];
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &len,
+		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE)
+				accept_over_fd_limit(w, lfd);
+			else if (errno != EAGAIN)
+				fsd_log(LOG_ERR, "accept: %s", strerror(errno));
+			break;
+		}
+		bool keyed = addr_key((struct sockaddr *)&ss, key);
+		if (w->nconns >= c->max_connections) {
+			refuse(w, fd, keyed ? key : NULL, false);
+			continue;
+		}
+		if (keyed && c->max_connections_per_ip &&
+		    ip_count(key) >= c->max_connections_per_ip) {
+			refuse(w, fd, key, true);
+			continue;
+		}
+		/* MHD closes the socket itself if it cannot take it. */
+		if (MHD_add_connection(w->mhd[li], fd, (struct sockaddr *)&ss, len) != MHD_YES)
+			fsd_log(LOG_WARNING, "connection dropped: %s", strerror(errno));
+	}
+	fsd_worker_kick(w);
+}
+
+/* ---- per-connection state (MHD_OPTION_NOTIFY_CONNECTION) ---- */
+
+void fsd_conn_notify_cb(void *cls, struct MHD_Connection *mc, void **ctx,
+                        enum MHD_ConnectionNotificationCode code)
+{
+	struct fsd_worker *w = cls;
+	struct fsd_conn *cn = *ctx;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci;
+		cn = calloc(1, sizeof *cn);
+		if (!cn)
+			return;         /* unlimited, but served */
+		cn->w = w;
+		cn->mc = mc;
+		ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+		cn->fd = ci ? ci->connect_fd : -1;
+		ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		cn->has_addr = addr_key(ci ? ci->client_addr : NULL, cn->addr);
+		if (cn->has_addr)
+			ip_add(cn->addr, 1);
+		cn->state = CONN_HEAD;
+		cn->t0 = fibril_now_ns();
+		cn->next = w->conns;
+		if (w->conns)
+			w->conns->prev = cn;
+		w->conns = cn;
+		w->nconns++;
+		*ctx = cn;
+		return;
+	}
+	if (!cn)
+		return;
+	*ctx = NULL;
+	if (cn->has_addr)
+		ip_add(cn->addr, -1);
+	if (cn->prev)
+		cn->prev->next = cn->next;
+	else
+		w->conns = cn->next;
+	if (cn->next)
+		cn->next->prev = cn->prev;
+	w->nconns--;
+	free(cn);
+}
+
+static struct fsd_conn *conn_of(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+static uint64_t acked(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return 0;
+	return ti.tcpi_bytes_acked;
+}
+
+void fsd_conn_head_done(struct MHD_Connection *mc)
+{
+	struct fsd_conn *cn = conn_of(mc);
+	if (cn)
+		cn->state = CONN_BUSY;
+}
+
+void fsd_conn_sending(struct MHD_Connection *mc)
+{
+	struct fsd_conn *cn = conn_of(mc);
+	if (!cn)
+		return;
+	cn->state = CONN_SENDING;
+	cn->t0 = cn->swept = fibril_now_ns();
+	cn->paused = 0;
+	cn->acked0 = fsd.conf.min_send_rate ? acked(cn->fd) : 0;
+}
+
+void fsd_conn_request_done(struct MHD_Connection *mc)
+{
+	struct fsd_conn *cn = conn_of(mc);
+	if (!cn)
+		return;
+	cn->state = CONN_HEAD;
+	cn->served = true;
+	cn->t0 = fibril_now_ns();
+}
+
+/* ---- deadlines, once a second ---- */
+
+static bool too_slow(struct fsd_conn *cn, uint64_t now)
+{
+	const struct conf *c = &fsd.conf;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(cn->mc, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
+	uint64_t grace = (uint64_t)c->connection_timeout * 1000000000ull, run;
+
+	/* Waiting for the file system (a listing's next entries) is not
+	 * the client's time. */
+	if (ci && ci->suspended == MHD_YES)
+		cn->paused += now - cn->swept;
+	cn->swept = now;
+	run = now - cn->t0 - (cn->paused < now - cn->t0 ? cn->paused : now - cn->t0);
+	if (run <= grace)
+		return false;
+	uint64_t want = (uint64_t)((double)(run - grace) / 1e9 * (double)c->min_send_rate);
+	return acked(cn->fd) - cn->acked0 < want;
+}
+
+static void log_sweep(struct fsd_worker *w)
+{
+	const struct conf *c = &fsd.conf;
+	char a[INET6_ADDRSTRLEN];
+
+	if (w->cs.refused)
+		fsd_log(LOG_WARNING, "refused %u connection%s with 503: %u connections "
+		        "per worker reached", w->cs.refused, w->cs.refused > 1 ? "s" : "",
+		        c->max_connections);
+	if (w->cs.refused_fds)
+		fsd_log(LOG_WARNING, "refused %u connection%s with 503: out of file "
+		        "descriptors", w->cs.refused_fds, w->cs.refused_fds > 1 ? "s" : "");
+	if (w->cs.refused_ip)
+		fsd_log(LOG_WARNING, "refused %u connection%s with 503: %u connections "
+		        "per client address reached (%s)", w->cs.refused_ip,
+		        w->cs.refused_ip > 1 ? "s" : "", c->max_connections_per_ip,
+		        addr_text(w->cs.refused_ip_addr, a, sizeof a) ? a : "?");
+	if (w->cs.head_closed)
+		fsd_log(LOG_NOTICE, "closed %u connection%s: no complete request head "
+		        "within %us", w->cs.head_closed, w->cs.head_closed > 1 ? "s" : "",
+		        c->header_timeout);
+	if (w->cs.slow_closed)
+		fsd_log(LOG_NOTICE, "closed %u connection%s: response taken slower than "
+		        "%zu bytes/s", w->cs.slow_closed, w->cs.slow_closed > 1 ? "s" : "",
+		        c->min_send_rate);
+	w->cs.refused = w->cs.refused_fds = w->cs.refused_ip = 0;
+	w->cs.head_closed = w->cs.slow_closed = 0;
+}
+
+void fsd_conn_sweep(struct fsd_worker *w)
+{
+	const struct conf *c = &fsd.conf;
+	uint64_t now = fibril_now_ns();
+	uint64_t head = (uint64_t)c->header_timeout * 1000000000ull;
+
+	if (now < w->next_sweep_ns)
+		return;
+	w->next_sweep_ns = now + 1000000000ull;
+	for (struct fsd_conn *cn = w->conns; cn; cn = cn->next) {
+		if (cn->fd < 0)
+			continue;
+		if (cn->state == CONN_HEAD && now - cn->t0 > head) {
+			/* A keep-alive connection between requests just ends;
+			 * one that never sent a whole head is told why. */
+			say_and_shut(cn->fd, cn->served ? NULL : resp_408,
+			             cn->served ? 0 : sizeof resp_408 - 1);
+			cn->fd = -1;
+			w->cs.head_closed++;
+		} else if (cn->state == CONN_SENDING && c->min_send_rate &&
+		           too_slow(cn, now)) {
+			shutdown(cn->fd, SHUT_RDWR);
+			cn->fd = -1;
+			w->cs.slow_closed++;
+		}
+	}
+	log_sweep(w);
+}
+
+/* ---- set-up ---- */
+
+int fsd_conn_start(struct fsd_worker *w)
+{
+	pthread_mutex_lock(&spare_mu);
+	if (spare_fd < 0)
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pthread_mutex_unlock(&spare_mu);
+	w->accept_ev = calloc(w->nmhd, sizeof *w->accept_ev);
+	if (!w->accept_ev)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->nmhd; i++) {
+		w->accept_ev[i] = event_new(w->base, w->listen_fds[i], EV_READ | EV_PERSIST,
+		                            on_accept, w);
+		if (!w->accept_ev[i] || event_add(w->accept_ev[i], NULL) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void fsd_conn_stop_accepting(struct fsd_worker *w)
+{
+	for (size_t i = 0; w->accept_ev && i < w->nmhd; i++)
+		if (w->accept_ev[i]) {
+			event_free(w->accept_ev[i]);
+			w->accept_ev[i] = NULL;
+		}
+	free(w->accept_ev);
+	w->accept_ev = NULL;
+}
