@@ -25,7 +25,7 @@ pkgs_build="build-essential autoconf automake libtool pkg-config
 # that the aarch64 context switch runs too (contrib/cross/), and clang
 # for the libFuzzer targets (its fuzzer runtime is only a Recommends).
 pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
-  rclone chromium nodejs python3 procps iproute2 xz-utils logrotate
+  rclone chromium nodejs python3 procps iproute2 xz-utils logrotate slowhttptest
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   clang libclang-rt-14-dev
   sshfs openssh-client openssh-sftp-server socat"

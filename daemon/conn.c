@@ -17,10 +17,11 @@
  *    previous response. MHD's own timeout (connection_timeout) restarts
  *    with every byte, so a client trickling its head held a connection
  *    for ever;
- *  - min_send_rate: past a grace of connection_timeout seconds, a
- *    response must have been acknowledged by the client (TCP_INFO's
- *    bytes_acked) at that average rate, or the connection is closed:
- *    a client reading a byte at a time held it for ever too.
+ *  - min_send_rate: past its first header_timeout seconds, a response
+ *    must have been acknowledged by the client (TCP_INFO's bytes_acked)
+ *    at that average rate, or the connection is reset: a client taking
+ *    a byte now and then (MHD's timeout restarts with each write) held
+ *    it for ever too.
  * A connection over a deadline is shut down; MHD sees the end of the
  * stream and closes it the usual way (completion callbacks included).
  */
@@ -357,7 +358,7 @@ static bool too_slow(struct fsd_conn *cn, uint64_t now)
 	const struct conf *c = &fsd.conf;
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(cn->mc, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
-	uint64_t grace = (uint64_t)c->connection_timeout * 1000000000ull, run;
+	uint64_t grace = (uint64_t)c->header_timeout * 1000000000ull, run;
 
 	/* Waiting for the file system (a listing's next entries) is not
 	 * the client's time. */
@@ -421,6 +422,10 @@ void fsd_conn_sweep(struct fsd_worker *w)
 			w->cs.head_closed++;
 		} else if (cn->state == CONN_SENDING && c->min_send_rate &&
 		           too_slow(cn, now)) {
+			/* Reset, not a FIN queued behind megabytes the client
+			 * would still take its time over. */
+			struct linger lg = { 1, 0 };
+			setsockopt(cn->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
 			shutdown(cn->fd, SHUT_RDWR);
 			cn->fd = -1;
 			w->cs.slow_closed++;

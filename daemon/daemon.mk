@@ -55,3 +55,9 @@ FCACHE_IT = t/daemon/fcache.sh t/daemon/fcache-links.sh t/daemon/fcache-ns.sh \
 TESTS += $(FCACHE_IT)
 dist_check_SCRIPTS += $(FCACHE_IT)
 EXTRA_DIST += t/daemon/fcache-hits.py
+
+# --- limits (LIMITS) ---
+LIMITS_IT = t/daemon/limits.sh
+TESTS += $(LIMITS_IT)
+dist_check_SCRIPTS += $(LIMITS_IT)
+EXTRA_DIST += t/daemon/limits_client.py
