@@ -91,6 +91,11 @@ void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int 
 	case ECANCELED: case EAGAIN:
 		status = 503;
 		break;
+	case EMFILE: case ENFILE:
+		/* Out of descriptors is a load condition, not a fault. */
+		fsd_log_fs(LOG_WARNING, what, path, err);
+		status = 503;
+		break;
 	default:
 		fsd_log_fs(LOG_ERR, what, path, err);
 		status = 500;
