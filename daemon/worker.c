@@ -243,7 +243,10 @@ void fsd_worker_untrack(struct fsd_worker *w, struct fsd_req *rq)
 static int worker_setup(struct fsd_worker *w)
 {
 	const struct conf *c = &fsd.conf;
-	struct async_engine_opts eo = { .log = engine_log, .log_arg = w };
+	/* A worker thread serves every connection it holds: no file system
+	 * call may ever run on it, even past the engine's limit. */
+	struct async_engine_opts eo = { .log = engine_log, .log_arg = w,
+	                                .queue_at_limit = 1 };
 	int r;
 
 	r = fibril_sched_init(NULL);

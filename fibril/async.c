@@ -361,14 +361,18 @@ static long x__submit(unsigned long flags, long *result, long call,
 		 * Callbacks stay queued for process(). */
 		x__pool_flush(e);
 		x__reap_backends(e, 0);
-		if (e->inflight >= e->max_inflight) {
+		if (e->inflight >= e->max_inflight && !e->queue_at_limit) {
 			*result = x__exec(call, args);
 			return 0;
 		}
 	}
+	/* queue_at_limit: past the limit, to the pool's queue. */
+	bool over = e->inflight >= e->max_inflight;
 
 	struct x__op *op = x__op_alloc(e);
 	if (!op) {
+		if (e->queue_at_limit)
+			return -ENOMEM;
 		*result = x__exec(call, args);
 		return 0;
 	}
@@ -386,6 +390,8 @@ static long x__submit(unsigned long flags, long *result, long call,
 		struct x__owner *o = x__owner_get(e, fibril_self(), true);
 		if (!o) {
 			x__op_free(e, op);
+			if (e->queue_at_limit)
+				return -ENOMEM;
 			*result = x__exec(call, args);
 			return 0;
 		}
@@ -410,10 +416,12 @@ static long x__submit(unsigned long flags, long *result, long call,
 	int rc;
 	/* Background calls never go to the ring: its io-wq workers are
 	 * the submitting thread's, at its priority. */
-	if (e->ring && !(flags & ASYNC_F_BACKGROUND) &&
+	if (e->ring && !(flags & ASYNC_F_BACKGROUND) && !over &&
 	    x__uring_supports(e, call, args)) {
 		op->where = X__IN_RING;
 		rc = x__uring_submit(e, op);
+		if (rc < 0 && e->queue_at_limit)
+			rc = x__pool_submit(e, op, false);
 	} else {
 		rc = x__pool_submit(e, op, flags & ASYNC_F_BACKGROUND);
 	}
@@ -650,6 +658,7 @@ FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
 	if (!e)
 		return -ENOMEM;
 	e->max_inflight = o.max_inflight;
+	e->queue_at_limit = o.queue_at_limit != 0;
 	e->log = o.log;
 	e->log_arg = o.log_arg;
 	e->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -83,6 +83,7 @@ struct async_engine {
 	int efd;                /* the one fd: ring's registered eventfd, pool writes it too */
 	unsigned inflight;
 	unsigned max_inflight;
+	bool queue_at_limit;    /* opts.queue_at_limit: never run a call here */
 	const char *backend;
 	struct x__uring *ring;  /* NULL on the threads backend */
 	struct x__pool *pool;   /* always present; threads spawn on demand */

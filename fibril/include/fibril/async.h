@@ -173,6 +173,14 @@ struct async_engine_opts {
 	void *log_arg;
 	unsigned bg_threads;      /**< background threads (ASYNC_F_BACKGROUND;
 	                               default 64, as many as io-wq's bound) */
+	/** Non-zero: never run a call on the submitting thread because of
+	 *  the parallelism limit or a saturated ring; it waits in the thread
+	 *  pool's queue instead (pending, cancellable there), and a call for
+	 *  which no operation can be allocated fails with -ENOMEM. For a
+	 *  thread that serves others while a call hangs (a dead network
+	 *  mount): run synchronously, one call would stop them all. Zero
+	 *  keeps the synchronous fallback of async_submit(). */
+	unsigned queue_at_limit;
 };
 
 /**
