@@ -28,10 +28,16 @@
 #include "daemon/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
+
+/* Rendered output kept in memory ahead of the client; beyond it the
+ * output goes to the spill file. */
+#define LST_AHEAD_BYTES (256u * 1024)
 
 struct lst_stream {
 	struct lst_run r;
@@ -42,17 +48,21 @@ struct lst_stream {
 	bool suspended;
 	bool unflushed;     /* the compressor holds input not yet flushed */
 	bool done, failed;
+	bool slot;          /* counted in w->listings (until the scan ends) */
+	bool waiting;       /* a scan callback is pending */
+	/* The body is spill[spill_off, spill_len) then r.out[r.out_off, len) */
+	int spill;          /* unlinked temporary file, or -1 */
+	uint64_t spill_len, spill_off;
 	struct lst_stream *prev, *next;
 };
 
 /* This thread's streams (a worker thread owns its streams). */
 static __thread struct lst_stream *live;
 
-static void ready(void *arg)
+static void advance(struct lst_stream *s);
+
+static void wake(struct lst_stream *s)
 {
-	struct lst_stream *s = arg;
-
-
 	if (!s->suspended)
 		return;
 	s->suspended = false;
@@ -67,6 +77,15 @@ static void ready(void *arg)
 			event_active(s->w->mhd_ev[i], EV_READ, 0);
 }
 
+static void ready(void *arg)
+{
+	struct lst_stream *s = arg;
+
+	s->waiting = false;
+	advance(s);
+	wake(s);
+}
+
 static void timed_out(evutil_socket_t fd, short what, void *arg)
 {
 	struct lst_stream *s = arg;
@@ -77,7 +96,9 @@ static void timed_out(evutil_socket_t fd, short what, void *arg)
 	        s->r.relpath, fsd.conf.request_timeout);
 	if (s->r.scan)
 		lk_scan_cancel(s->r.scan);    /* runs ready() */
-	ready(s);
+	else
+		s->failed = true;
+	wake(s);
 }
 
 static void finish(struct lst_stream *s)
@@ -94,36 +115,67 @@ static void finish(struct lst_stream *s)
 	s->done = true;
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+/* The scan is over: its memory and its place in max_listings go now,
+ * not when the client has read the last byte. */
+static void scan_over(struct lst_stream *s)
 {
-	struct lst_stream *s = cls;
+	if (s->r.scan) {
+		lk_scan_close(s->r.scan);
+		s->r.scan = NULL;
+	}
+	if (s->slot) {
+		s->slot = false;
+		s->w->listings--;
+	}
+}
+
+/* Moves the unsent output to the end of the spill file. Synchronous:
+ * a temporary file's writes go to the page cache. -1: no file (the
+ * stream then waits for its client instead). */
+static int spill_out(struct lst_stream *s)
+{
 	struct proto_buf *o = &s->r.out;
+
+	if (s->spill < 0) {
+		const char *dir = getenv("TMPDIR");
+		s->spill = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (s->spill < 0)
+			return -1;
+	}
+	while (s->r.out_off < o->len) {
+		ssize_t k = pwrite(s->spill, o->data + s->r.out_off, o->len - s->r.out_off,
+		                   (off_t)s->spill_len);
+		if (k <= 0) {
+			fsd_log_fs(LOG_ERR, "listing spill", s->r.relpath, k < 0 ? errno : EIO);
+			s->failed = true;
+			return -1;
+		}
+		s->r.out_off += (size_t)k;
+		s->spill_len += (uint64_t)k;
+	}
+	s->r.out_off = o->len = 0;
+	return 0;
+}
+
+/* Runs the scan ahead of the client: to the end if the client keeps
+ * up or the output fits LST_AHEAD_BYTES, else through the spill file,
+ * so that a slow reader holds neither the scan's memory nor a slot. */
+static void advance(struct lst_stream *s)
+{
 	const struct lk_entry *ents;
 	size_t n;
 	int rc;
 
-	(void)pos;
-	for (;;) {
-		size_t have = o->len - s->r.out_off;
-		if (have) {
-			size_t k = have < max ? have : max;
-			memcpy(buf, o->data + s->r.out_off, k);
-			s->r.out_off += k;
-			if (s->r.out_off == o->len)
-				s->r.out_off = o->len = 0;
-			return (ssize_t)k;
-		}
-		if (s->done)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (s->failed)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+	while (!s->done && !s->failed && !s->waiting) {
+		if (s->r.out.len - s->r.out_off >= LST_AHEAD_BYTES && spill_out(s) < 0)
+			return;
 		if (s->r.deferred) {
 			/* The prologue is out: now the names. */
 			rc = lst_run_open(&s->r);
 			if (rc < 0) {
 				fsd_log_fs(LOG_ERR, "listing", s->r.relpath, rc);
 				s->failed = true;
-				continue;
+				break;
 			}
 		}
 		rc = lk_scan_next_cb(s->r.scan, &ents, &n, ready, s);
@@ -137,7 +189,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		if (rc == 0) {
 			finish(s);
-			continue;
+			break;
 		}
 		if (rc == -EAGAIN) {
 			/* Give the client what the compressor holds before we
@@ -146,18 +198,57 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 				s->unflushed = false;
 				if (lst_run_pump(&s->r, Z_SYNC_FLUSH) < 0)
 					s->failed = true;
-				continue;
 			}
-			MHD_suspend_connection(s->conn);
-			s->suspended = true;
-			struct timeval tv = { (time_t)fsd.conf.request_timeout, 0 };
-			evtimer_add(s->timer, &tv);
-			return 0;
+			s->waiting = true;
+			return;
 		}
 		if (rc != -ECANCELED)
 			fsd_log_fs(LOG_ERR, "listing", s->r.relpath, rc);
 		s->failed = true;
 	}
+	if (s->done || s->failed)
+		scan_over(s);
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct lst_stream *s = cls;
+	struct proto_buf *o = &s->r.out;
+
+	(void)pos;
+	for (int round = 0; round < 2; round++) {
+		if (s->spill_off < s->spill_len) {
+			uint64_t left = s->spill_len - s->spill_off;
+			ssize_t k = pread(s->spill, buf, left < max ? (size_t)left : max,
+			                  (off_t)s->spill_off);
+			if (k <= 0) {
+				fsd_log_fs(LOG_ERR, "listing spill", s->r.relpath, k < 0 ? errno : EIO);
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			}
+			s->spill_off += (uint64_t)k;
+			return k;
+		}
+		size_t have = o->len - s->r.out_off;
+		if (have) {
+			size_t k = have < max ? have : max;
+			memcpy(buf, o->data + s->r.out_off, k);
+			s->r.out_off += k;
+			if (s->r.out_off == o->len)
+				s->r.out_off = o->len = 0;
+			return (ssize_t)k;
+		}
+		if (s->done)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (s->failed)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		advance(s);
+	}
+	/* Nothing until the file system answers: wait without spinning. */
+	MHD_suspend_connection(s->conn);
+	s->suspended = true;
+	struct timeval tv = { (time_t)fsd.conf.request_timeout, 0 };
+	evtimer_add(s->timer, &tv);
+	return 0;
 }
 
 static void stream_free(void *cls)
@@ -173,7 +264,10 @@ static void stream_free(void *cls)
 	if (s->timer)
 		event_free(s->timer);
 	lst_run_free(&s->r);
-	s->w->listings--;
+	if (s->slot)
+		s->w->listings--;
+	if (s->spill >= 0)
+		close(s->spill);
 	free(s);
 }
 
@@ -201,6 +295,8 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	s->w = rq->w;
 	s->conn = rq->conn;
 	s->resp = resp;
+	s->slot = true;
+	s->spill = -1;
 	s->next = live;
 	if (live)
 		live->prev = s;
@@ -213,6 +309,8 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	 * here. Recipients may ignore trailers (browsers do); a client that
 	 * keeps it and sends it back in If-None-Match gets 304. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_TRAILER, MHD_HTTP_HEADER_ETAG);
+	/* The scan runs from now on, whatever pace the client reads at. */
+	advance(s);
 	return resp;
 }
 
@@ -222,8 +320,8 @@ void lst_stream_cancel_all(struct fsd_worker *w)
 		if (s->w == w) {
 			if (s->r.scan)
 				lk_scan_cancel(s->r.scan);
-			else
+			else if (!s->done)
 				s->failed = true;       /* not started yet */
-			ready(s);
+			wake(s);
 		}
 }
