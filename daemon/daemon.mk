@@ -57,7 +57,7 @@ dist_check_SCRIPTS += $(FCACHE_IT)
 EXTRA_DIST += t/daemon/fcache-hits.py
 
 # --- limits (LIMITS) ---
-LIMITS_IT = t/daemon/limits.sh t/daemon/limits-fds.sh t/daemon/limits-slowfs.sh
+LIMITS_IT = t/daemon/limits.sh t/daemon/limits-fds.sh t/daemon/limits-slowfs.sh t/daemon/limits-listing.sh
 TESTS += $(LIMITS_IT)
 dist_check_SCRIPTS += $(LIMITS_IT)
 EXTRA_DIST += t/daemon/limits_client.py
