@@ -28,6 +28,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/reqhdr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -261,14 +262,17 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 
 /* ---- per-connection state (MHD_OPTION_NOTIFY_CONNECTION) ---- */
 
-void fsd_conn_notify_cb(void *cls, struct MHD_Connection *mc, void **ctx,
-                        enum MHD_ConnectionNotificationCode code)
+void fsd_conn_track_cb(void *cls, struct MHD_Connection *mc, void **ctx,
+                       enum MHD_ConnectionNotificationCode code)
 {
 	struct fsd_worker *w = cls;
 	struct fsd_conn *cn = *ctx;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci;
+		/* A first segment that cannot be HTTP is refused there (it
+		 * ignores *ctx); the close then comes back here. */
+		fsd_conn_notify_cb(cls, mc, ctx, code);
 		cn = calloc(1, sizeof *cn);
 		if (!cn)
 			return;         /* unlimited, but served */

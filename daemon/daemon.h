@@ -155,9 +155,10 @@ int fsd_conn_start(struct fsd_worker *w);         /* after the MHD daemons */
 void fsd_conn_stop_accepting(struct fsd_worker *w);
 /* Deadlines and the log of refusals; runs at most once a second. */
 void fsd_conn_sweep(struct fsd_worker *w);
-/* MHD_OPTION_NOTIFY_CONNECTION (cls is the worker). */
-void fsd_conn_notify_cb(void *cls, struct MHD_Connection *mc, void **ctx,
-                        enum MHD_ConnectionNotificationCode code);
+/* MHD_OPTION_NOTIFY_CONNECTION (cls is the worker); calls reqhdr.c's
+ * fsd_conn_notify_cb() first. */
+void fsd_conn_track_cb(void *cls, struct MHD_Connection *mc, void **ctx,
+                       enum MHD_ConnectionNotificationCode code);
 /* The request head is complete / its response is queued / the
  * response is done (the next head's deadline starts). */
 void fsd_conn_head_done(struct MHD_Connection *mc);

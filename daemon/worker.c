@@ -275,11 +275,10 @@ static int worker_setup(struct fsd_worker *w)
 			MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
 			MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
 			0, NULL, NULL, fsd_access_cb, w,
-			MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_notify_cb, w,
+			MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_track_cb, w,
 			MHD_OPTION_URI_LOG_CALLBACK, fsd_uri_log_cb, w,
 			MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
 			MHD_OPTION_NOTIFY_COMPLETED, fsd_completed_cb, w,
-			MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_notify_cb, w,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
 			/* conn.c refuses first, with a 503; this only guards. */
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections + 16,
