@@ -399,6 +399,13 @@ static size_t put_quoted(char *o, size_t room, const char *s)
 	return put_escaped(o, room, s && *s ? s : "-", true);
 }
 
+/* Room for a field that must leave @reserve bytes for those after it;
+ * never wraps below zero, whatever the fields before took. */
+static size_t room_for(size_t room, size_t n, size_t reserve)
+{
+	return n + reserve < room ? room - n - reserve : 0;
+}
+
 void fsd_access_log(const struct fsd_req *rq)
 {
 	static __thread time_t cached_sec = -1;
@@ -417,21 +424,21 @@ void fsd_access_log(const struct fsd_req *rq)
 	}
 	n = (size_t)snprintf(line, room, "%s - - [%s] \"",
 	                     rq->addr[0] ? rq->addr : "-", cached_ts);
-	n += put_quoted(line + n, room - n - 900, rq->method_str);
+	n += put_quoted(line + n, room_for(room, n, 900), rq->method_str);
 	line[n++] = ' ';
-	n += put_quoted(line + n, room - n - 900, rq->uri);
+	n += put_quoted(line + n, room_for(room, n, 900), rq->uri);
 	line[n++] = ' ';
-	n += put_quoted(line + n, room - n - 900, rq->version);
+	n += put_quoted(line + n, room_for(room, n, 900), rq->version);
 	if (rq->body_len)
 		n += (size_t)snprintf(line + n, room - n, "\" %u %llu \"",
 		                      rq->status, (unsigned long long)rq->body_len);
 	else
 		n += (size_t)snprintf(line + n, room - n, "\" %u - \"", rq->status);
-	n += put_quoted(line + n, room - n - 450, rq->h.referer);
+	n += put_quoted(line + n, room_for(room, n, 450), rq->h.referer);
 	line[n++] = '"';
 	line[n++] = ' ';
 	line[n++] = '"';
-	n += put_quoted(line + n, room - n - 4, rq->h.user_agent);
+	n += put_quoted(line + n, room_for(room, n, 4), rq->h.user_agent);
 	line[n++] = '"';
 	line[n++] = '\n';
 
