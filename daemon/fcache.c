@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -213,23 +212,6 @@ static void sync_events(bool force)
 		drop_all();
 }
 
-/* Filesystems where every change to a file goes through this kernel's
- * VFS, so inotify sees it (not NFS, CIFS, FUSE, 9p, ceph...). */
-static bool local_fs(long type)
-{
-	switch ((unsigned long)type) {
-	case 0xEF53:        /* ext2/3/4 */
-	case 0x58465342:    /* xfs */
-	case 0x9123683E:    /* btrfs */
-	case 0x01021994:    /* tmpfs */
-	case 0xF2F52010:    /* f2fs */
-	case 0x794c7630:    /* overlayfs */
-	case 0x858458f6:    /* ramfs */
-		return true;
-	}
-	return false;
-}
-
 /* fcache_watches, or half of what the kernel lets this user watch,
  * shared by the workers (other programs of the same user need some). */
 static unsigned watch_budget(void)
@@ -251,7 +233,6 @@ static unsigned watch_budget(void)
 
 int fsd_fcache_init(void)
 {
-	struct statfs sf;
 	const char *env = getenv("FSD_FCACHE");
 
 	if (fc)
@@ -260,11 +241,13 @@ int fsd_fcache_init(void)
 		return -ECANCELED;
 	if (!fsd.lkroot)
 		return -EOPNOTSUPP;
-	if (fstatfs(fsd.rootfd, &sf) < 0) {
-		log_once("fstatfs of the root", errno);
-		return -errno;
+	/* inotify must see every change: only on a local file system. */
+	int local = lk_fs_local(fsd.rootfd);
+	if (local < 0) {
+		log_once("fstatfs of the root", -local);
+		return local;
 	}
-	if (!local_fs(sf.f_type)) {
+	if (!local) {
 		log_once("the root's filesystem does not report remote changes to inotify", 0);
 		return -EOPNOTSUPP;
 	}

@@ -8,6 +8,7 @@ fibril_libfibril_la_SOURCES += \
 	fibril/lookup_sort.c \
 	fibril/lookup_scan.c \
 	fibril/lookup_cred.c \
+	fibril/lookup_fs.c \
 	fibril/lookup_fold.c \
 	fibril/lookup_casefold.c \
 	fibril/lookup_walk.c
@@ -17,7 +18,8 @@ fibril_libfibril_la_SOURCES += \
 # completions arrive in another order there, which found a real stall.
 LOOKUP_UNIT = t/fibril/test_lookup_open t/fibril/test_lookup_scan \
 	t/fibril/test_lookup_slowfs t/fibril/test_lookup_batch \
-	t/fibril/test_lookup_cred t/fibril/test_lookup_walk
+	t/fibril/test_lookup_cred t/fibril/test_lookup_walk \
+	t/fibril/test_lookup_fs
 check_PROGRAMS += $(LOOKUP_UNIT)
 TESTS += $(LOOKUP_UNIT) $(LOOKUP_UNIT:=-threads.sh)
 UNIT_TESTS += $(LOOKUP_UNIT) $(LOOKUP_UNIT:=-threads.sh)
@@ -43,6 +45,10 @@ t_fibril_test_lookup_cred_LDADD = $(LOOKUP_UNIT_LDADD)
 t_fibril_test_lookup_walk_SOURCES = t/fibril/test_lookup_walk.c t/fibril/lookup_check.h
 t_fibril_test_lookup_walk_CFLAGS = $(UNIT_CFLAGS)
 t_fibril_test_lookup_walk_LDADD = $(LOOKUP_UNIT_LDADD)
+# Mounts a tmpfs of its own (skips with 77 without CAP_SYS_ADMIN).
+t_fibril_test_lookup_fs_SOURCES = t/fibril/test_lookup_fs.c
+t_fibril_test_lookup_fs_CFLAGS = $(UNIT_CFLAGS)
+t_fibril_test_lookup_fs_LDADD = $(LOOKUP_UNIT_LDADD)
 
 # fls, "ls -l" on the lookup engine; the comparison script is a test.
 noinst_PROGRAMS += contrib/examples/fls

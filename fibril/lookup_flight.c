@@ -13,11 +13,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include <linux/magic.h>
 
 #include "fibril/lookup_int.h"
 
@@ -589,21 +587,6 @@ void lk__flight_compact(struct lk__flight *f, size_t below)
 
 /* ---- single flight ---- */
 
-static bool local_fs(int fd)
-{
-	struct statfs sf;
-	if (fstatfs(fd, &sf) < 0)
-		return false;
-	switch ((unsigned long)sf.f_type) {
-	case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC: case BTRFS_SUPER_MAGIC:
-	case TMPFS_MAGIC: case F2FS_SUPER_MAGIC: case OVERLAYFS_SUPER_MAGIC:
-	case RAMFS_MAGIC:
-		return true;
-	default:
-		return false;   /* FUSE, NFS, CIFS...: always through the pool */
-	}
-}
-
 #define KEY_FLAGS (LK_SCAN_DESC | LK_SCAN_DIRS_FIRST | LK_SCAN_DOTFILES | \
 		   LK_SCAN_DOTDOT | LK_SCAN_NO_LINKS | LK_SCAN_LOOKUP_ATTRS | \
 		   LK_SCAN_BACKGROUND)
@@ -644,7 +627,8 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 				lk__st.shared_joins++;
 				return 0;
 			}
-	bool local = local_fs(dirfd);
+	/* An unknown or failing file system goes the remote way. */
+	bool local = lk_fs_local(dirfd) > 0;
 	if (lk__scan_set_window(s, local) < 0)
 		goto nomem;
 	struct lk__flight *f = calloc(1, sizeof(*f));

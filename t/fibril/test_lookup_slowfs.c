@@ -110,6 +110,15 @@ static void close_root(void)
 	root = NULL;
 }
 
+/* ---- FUSE is not a local file system ---- */
+START_TEST(fuse_is_not_local)
+{
+	open_root();
+	ck_assert_int_eq(lk_fs_local(lk_root_fd(root)), 0);
+	close_root();
+}
+END_TEST
+
 /* ---- EIO on one entry fails that entry only ---- */
 static void eio_fibril(void *arg)
 {
@@ -425,6 +434,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, lookup_attrs_saves_getattr);
 	tcase_add_test(tc, background_scan);
 	tcase_add_test(tc, open_callback_and_cancel);
+	tcase_add_test(tc, fuse_is_not_local);
 	suite_add_tcase(s, tc);
 	return s;
 }

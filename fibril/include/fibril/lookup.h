@@ -390,6 +390,22 @@ FIBRIL_API int lk_lookup_start(lk_root_t *r, const char *relpath,
 FIBRIL_API int lk_stat(lk_root_t *r, const char *relpath,
                        const struct lk_lookup_opts *o, struct statx *stx);
 
+/* ---- file systems ---- */
+
+/**
+ * Whether the file system holding @fd (any open fd) is local: one this
+ * kernel serves from a disk or from memory (ext2/3/4, xfs, btrfs, f2fs,
+ * tmpfs, ramfs, overlayfs). On a local file system every change goes
+ * through this kernel, so inotify(7) sees it (overlayfs: as long as its
+ * layers are not changed beneath it), and metadata calls take
+ * microseconds, with no network or FUSE round trip. Anything else (NFS,
+ * CIFS, 9p, ceph, FUSE, a type not listed) is not local. The scans use
+ * it to choose how they stat; a cache may use it to decide whether
+ * inotify can keep it fresh. Returns 1 local, 0 not, or -errno from
+ * fstatfs(2).
+ */
+FIBRIL_API int lk_fs_local(int fd);
+
 /* ---- counters (this thread) ---- */
 
 struct lk_stats {

@@ -1,0 +1,89 @@
+/* lk_fs_local() on file systems mounted for the test: a tmpfs of its
+ * own (needs CAP_SYS_ADMIN: skips with 77 without it), /proc and a pipe.
+ * FUSE is checked in test_lookup_slowfs.c, which mounts one. */
+#include "first.h"
+
+#include "lookup_check.h"
+
+#include <sys/mount.h>
+
+static char mnt[300];
+
+START_TEST(tmpfs_is_local)
+{
+	char p[400];
+	snprintf(p, sizeof(p), "%s/f", mnt);
+	int dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ffd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(dfd, 0);
+	ck_assert_int_ge(ffd, 0);
+	ck_assert_int_eq(lk_fs_local(dfd), 1);
+	ck_assert_int_eq(lk_fs_local(ffd), 1);
+	/* A root's fd is O_PATH: the answer is the same. */
+	lk_root_t *r;
+	ck_assert_int_eq(lk_root_open(mnt, NULL, &r), 0);
+	ck_assert_int_eq(lk_fs_local(lk_root_fd(r)), 1);
+	lk_root_close(r);
+	close(ffd);
+	close(dfd);
+}
+END_TEST
+
+START_TEST(kernel_pseudo_fs_is_not)
+{
+	/* Served by this kernel, but not from a disk or memory that
+	 * inotify watches: procfs and pipefs are not on the list. */
+	int pfd = open("/proc/self", O_PATH | O_CLOEXEC);
+	ck_assert_int_ge(pfd, 0);
+	ck_assert_int_eq(lk_fs_local(pfd), 0);
+	close(pfd);
+	int pp[2];
+	ck_assert_int_eq(pipe(pp), 0);
+	ck_assert_int_eq(lk_fs_local(pp[0]), 0);
+	close(pp[0]);
+	close(pp[1]);
+}
+END_TEST
+
+START_TEST(bad_fd_is_an_error)
+{
+	ck_assert_int_eq(lk_fs_local(-1), -EBADF);
+	int fd = open(mnt, O_PATH | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(lk_fs_local(fd), -EBADF);
+}
+END_TEST
+
+static int before(void)
+{
+	const char *t = getenv("TMPDIR");
+	snprintf(mnt, sizeof(mnt), "%s/lkfs.XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(mnt)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	if (mount("lkfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m") < 0) {
+		fprintf(stderr, "cannot mount a tmpfs on %s (%s): skipped\n",
+			mnt, strerror(errno));
+		rmdir(mnt);
+		return 77;
+	}
+	return 0;
+}
+
+static void after(void)
+{
+	if (umount2(mnt, MNT_DETACH) < 0)
+		fprintf(stderr, "umount %s: %s\n", mnt, strerror(errno));
+	rmdir(mnt);
+}
+
+static Suite *suite(void)
+{
+	const TTest *tests[] = { tmpfs_is_local, kernel_pseudo_fs_is_not,
+				 bad_fd_is_an_error };
+	return tmain_one_tcase("lookup_fs", tests, sizeof tests / sizeof *tests);
+}
+
+TMAIN_SUITE(.suite = suite, .before = before, .after = after);
