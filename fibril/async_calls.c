@@ -133,7 +133,7 @@ static bool x__cred_matters(long call)
 	       call == ASYNC_READLINKAT || call == ASYNC_CALL;
 }
 
-long x__exec_as(struct x__cred *c, long call, const unsigned long *args)
+long x__exec_as(const struct x__cred *c, long call, const unsigned long *args)
 {
 	if (!c || !x__cred_matters(call))
 		return x__exec_plain(call, args);

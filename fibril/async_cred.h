@@ -55,4 +55,12 @@ struct x__cred *x__cred_current(void);
 /* True while this thread runs switched (x__cred_push). */
 int x__cred_switched(void);
 
+/* The one dispatcher from a call number (ASYNC_*) to its plain system
+ * call (async_calls.c): runs @call with @args on the calling thread, as
+ * the user of @c (NULL: as the thread is) when the call checks
+ * permissions by path. Pool threads, the engine's synchronous paths and
+ * the lookup engine on a thread without an engine all run calls here.
+ * Returns the call's result or -errno. */
+long x__exec_as(const struct x__cred *c, long call, const unsigned long *args);
+
 #endif

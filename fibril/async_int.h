@@ -123,10 +123,10 @@ void x__log(async_engine_t *e, int level, const char *fmt, ...)
  * fast paths. */
 long x__exec(long call, const unsigned long *args);
 /* The same without credentials (x__exec runs it as the user of
- * x__cred_use(), async_cred.c); x__exec_op as @op's user. */
+ * x__cred_use(), async_cred.c); x__exec_op as @op's user; x__exec_as
+ * (async_cred.h) as a given user. */
 long x__exec_plain(long call, const unsigned long *args);
 long x__exec_op(const struct x__op *op);
-long x__exec_as(struct x__cred *c, long call, const unsigned long *args);
 /* Tries the call inline when it cannot block (RESOLVE_CACHED open,
  * RWF_NOWAIT read, fstat of an open fd, close). Returns true and sets
  * *res when done. */

@@ -76,13 +76,11 @@ static inline struct x__cred *lk__x(const lk_cred_t *c)
 }
 
 /* async_submit_cb() as the user of @cred (NULL: our own), or the plain
- * system call when this thread has no engine. Same return convention. */
+ * system call (x__exec_as, the async layer's dispatcher) when this
+ * thread has no engine. Same return convention. */
 LK__HIDDEN long lk__submit(const lk_cred_t *cred, unsigned long flags,
 			   long *res, long call, const unsigned long *args,
 			   void (*cb)(void *, long), void *arg);
-/* The plain system call for @call (used inline), as the user of @cred. */
-LK__HIDDEN long lk__syscall(const lk_cred_t *cred, long call,
-			    const unsigned long *args);
 /* One wait round: parks the fibril on @wq, or outside a fibril drives the
  * engine once (process, poll, process). Callers loop on their condition. */
 LK__HIDDEN void lk__wait(struct fibril_waitq *wq);

@@ -156,51 +156,6 @@ FIBRIL_API void lk_group_free(lk_group_t *g)
 
 /* ---- async helpers ---- */
 
-static long lk__syscall_plain(long call, const unsigned long *a)
-{
-	long r;
-	switch (call) {
-	case ASYNC_OPENAT2:
-		r = syscall(SYS_openat2, (int)a[0], (const char *)a[1],
-			    (void *)a[2], (size_t)a[3]);
-		break;
-	case ASYNC_STATX:
-		r = statx((int)a[0], (const char *)a[1], (int)a[2],
-			  (unsigned)a[3], (struct statx *)a[4]);
-		break;
-	case ASYNC_GETDENTS64:
-		r = syscall(SYS_getdents64, (int)a[0], (void *)a[1],
-			    (size_t)a[2]);
-		break;
-	case ASYNC_READLINKAT:
-		r = readlinkat((int)a[0], (const char *)a[1], (char *)a[2],
-			       (size_t)a[3]);
-		break;
-	case ASYNC_CLOSE:
-		r = close((int)a[0]);
-		break;
-	case ASYNC_CALL:
-		return ((long (*)(void *))a[0])((void *)a[1]);
-	default:
-		return -ENOSYS;
-	}
-	return r < 0 ? -errno : r;
-}
-
-long lk__syscall(const lk_cred_t *cred, long call, const unsigned long *a)
-{
-	if (!cred || call == ASYNC_GETDENTS64 || call == ASYNC_CLOSE)
-		return lk__syscall_plain(call, a);
-	struct x__cred_saved saved;
-	int rc = x__cred_push(lk__x(cred), &saved);
-	if (rc < 0)
-		return rc;
-	long r = lk__syscall_plain(call, a);
-	if (rc)
-		x__cred_pop(&saved);
-	return r;
-}
-
 long lk__submit(const lk_cred_t *cred, unsigned long flags, long *res,
 		long call, const unsigned long *args,
 		void (*cb)(void *, long), void *arg)
@@ -210,7 +165,7 @@ long lk__submit(const lk_cred_t *cred, unsigned long flags, long *res,
 	x__cred_use(old);
 	if (r != -ENXIO)
 		return r;
-	*res = lk__syscall(cred, call, args);
+	*res = x__exec_as(lk__x(cred), call, args);
 	return 0;
 }
 
