@@ -261,10 +261,6 @@ static int x__reap_backends(async_engine_t *e, unsigned budget)
 
 /* ---- directory read-ahead for readdir-then-stat loops ---- */
 
-/* A run this long of statx calls relative to one dirfd, all still
- * pending, is a readdir loop stat-ing every entry. */
-#define X__SCAN_RUN 256u
-
 /* The pool thread closes the descriptor after reading; one the pool
  * never ran (cancelled at destroy) is closed here. */
 static void x__ahead_done(void *arg, long res)
@@ -273,33 +269,10 @@ static void x__ahead_done(void *arg, long res)
 		close((int)(intptr_t)arg);
 }
 
-/* The run is over once nothing of it is pending: a next directory,
- * even one that gets the same descriptor number, starts afresh. */
-static void x__scan_reset(struct x__owner *o)
+/* Queues x__ahead_read() of @dfd's directory on the pool (the policy
+ * that asks for it: async_ahead.c). */
+static void x__ahead_start(async_engine_t *e, long dfd)
 {
-	o->scan_dfd = -1;
-	o->scan_run = 0;
-	o->scan_ahead = false;
-}
-
-/* Called after @o submitted a statx relative to @dfd. On a cold
- * directory the loop's own readdir blocks on each directory block while
- * the workers run dry (measured: ~540 such waits per cold pass over
- * 100,000 names, a CPU going idle after ~300 of them); a pool thread
- * reading the directory ahead through its own descriptor takes those
- * waits instead (the loop's fell to ~23 per pass). It never
- * touches the caller's descriptor or position, and the caller sees no
- * op of it (not even in async_engine_inflight()): it is the engine's. */
-static void x__scan_note(async_engine_t *e, struct x__owner *o, long dfd)
-{
-	if (dfd != o->scan_dfd) {
-		x__scan_reset(o);
-		o->scan_dfd = dfd;
-	}
-	if (++o->scan_run < X__SCAN_RUN || o->scan_ahead ||
-	    o->pending < X__SCAN_RUN)
-		return;
-	o->scan_ahead = true;
 	/* Opened here, not on the pool thread: the caller may close @dfd
 	 * (closedir) while the read-ahead runs. */
 	int fd = openat((int)dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -447,9 +420,8 @@ static long x__submit(unsigned long flags, long *result, long call,
 	 * run of stats while the worker formats the previous window). */
 	if (call == ASYNC_CALL)
 		x__pool_flush(e);
-	if (call == ASYNC_STATX && op->owner && (long)args[0] >= 0 &&
-	    args[1] && ((const char *)args[1])[0] != '/')
-		x__scan_note(e, op->owner, (long)args[0]);
+	if (x__ahead_note(op->owner, call, args))
+		x__ahead_start(e, (long)args[0]);
 	return op->cookie;
 }
 
@@ -532,7 +504,7 @@ static long x__wait_one(async_engine_t *e, long cookie)
 	op->waiter = NULL;
 	x__reap(e, op);
 	if (o && !o->pending)
-		x__scan_reset(o);
+		x__ahead_reset(o);
 	if (o && o->f == self)
 		x__owner_put(e, o);
 	return res;
@@ -562,7 +534,7 @@ static long x__wait_all(async_engine_t *e)
 		if (!(op->holds & X__HOLD_WAITER))
 			x__reap(e, op);
 	}
-	x__scan_reset(o);
+	x__ahead_reset(o);
 	x__owner_put(e, o);
 	return 0;
 }

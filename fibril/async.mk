@@ -3,7 +3,8 @@
 # a thread-pool fallback, the engine (one wait point) and its libevent
 # adapter.
 fibril_libfibril_la_SOURCES += \
-	fibril/async.c fibril/async_calls.c fibril/async_wrap.c \
+	fibril/async.c fibril/async_calls.c fibril/async_ahead.c \
+	fibril/async_wrap.c \
 	fibril/async_uring.c fibril/async_pool.c fibril/async_event.c \
 	fibril/async_int.h \
 	fibril/async_cred.c fibril/async_cred.h

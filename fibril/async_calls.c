@@ -51,36 +51,6 @@ static long x__ret(long r)
 	return r < 0 ? -errno : r;
 }
 
-/* Reads the directory on @fd to its end so that its blocks are in the
- * buffer cache before the caller's readdir needs them: a cold readdir
- * otherwise blocks the submitting thread on one disk read per 4 KiB
- * block (ext4 htree, 535 of them for 100,000 names), and while it waits
- * nothing new reaches the ring's workers. Stops as soon as one call
- * read nothing from the disk (its own ru_inblock did not move): the
- * rest is cached, or the caller's readdir has caught up. So a cached
- * directory costs one getdents64 of 64 KiB. Owns and closes @fd. */
-static long x__dir_ahead(int fd)
-{
-	enum { BUF = 64 * 1024 };
-	char *buf = malloc(BUF);
-	struct rusage before, after;
-	long n = 0;
-
-	while (buf) {
-		if (getrusage(RUSAGE_THREAD, &before) != 0)
-			break;
-		long r = syscall(SYS_getdents64, fd, buf, (size_t)BUF);
-		if (r <= 0 || getrusage(RUSAGE_THREAD, &after) != 0)
-			break;
-		n += r;
-		if (after.ru_inblock == before.ru_inblock)
-			break;
-	}
-	free(buf);
-	close(fd);
-	return n;
-}
-
 long x__exec_plain(long call, const unsigned long *a)
 {
 	switch (call) {
@@ -119,7 +89,7 @@ long x__exec_plain(long call, const unsigned long *a)
 	case ASYNC_CALL:
 		return ((long (*)(void *))a[0])((void *)a[1]);
 	case X__CALL_DIR_AHEAD:
-		return x__dir_ahead((int)a[0]);
+		return x__ahead_read((int)a[0]);
 	default:
 		return -ENOSYS;
 	}

@@ -61,7 +61,7 @@ struct x__op {
 
 /* Internal call, run on a pool thread: reads the directory open on
  * args[0] ahead of the caller's own readdir, then closes it
- * (async_calls.c, x__dir_ahead). Never in the public table. */
+ * (async_ahead.c, x__ahead_read). Never in the public table. */
 #define X__CALL_DIR_AHEAD ASYNC_CALL_MAX
 
 /* The submitter: one per fibril that has calls outstanding (hung off
@@ -131,6 +131,15 @@ long x__exec_op(const struct x__op *op);
  * RWF_NOWAIT read, fstat of an open fd, close). Returns true and sets
  * *res when done. */
 bool x__try_inline(long call, const unsigned long *args, long *res);
+
+/* async_ahead.c: the directory read-ahead policy. x__ahead_note is told
+ * of every call @o submitted (after it is pending) and returns true
+ * once per run of statx calls in one directory when the engine should
+ * read that directory (args[0]) ahead; x__ahead_reset ends the run.
+ * x__ahead_read is the X__CALL_DIR_AHEAD call itself. */
+bool x__ahead_note(struct x__owner *o, long call, const unsigned long *args);
+void x__ahead_reset(struct x__owner *o);
+long x__ahead_read(int fd);
 
 /* async_uring.c */
 int x__uring_create(async_engine_t *e, const struct async_engine_opts *o);
