@@ -1,7 +1,6 @@
 /*
  * fibril/fibril_int.h: internals shared by sched.c, stack.c and the
- * context-switch back ends. Not installed; other files of fibril/ may
- * include it (e.g. to read x__fibril_running() cheaply).
+ * context-switch back ends. Not installed.
  */
 #ifndef FIBRIL_FIBRIL_INT_H
 #define FIBRIL_FIBRIL_INT_H
@@ -113,7 +112,6 @@ X__HIDDEN int x__stack_thread_init(struct x__sched *s);
 X__HIDDEN void x__stack_thread_fini(struct x__sched *s);
 
 /* sched.c */
-X__HIDDEN fibril_t *x__fibril_running(void);
 X__HIDDEN void x__fibril_main(void) __attribute__((noreturn));
 
 /* Context switch back ends. x__ctx_make() prepares @c so that switching

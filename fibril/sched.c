@@ -30,12 +30,6 @@
 static __thread struct x__sched *tls_sched
 	__attribute__((tls_model("initial-exec")));
 
-fibril_t *x__fibril_running(void)
-{
-	struct x__sched *s = tls_sched;
-	return s ? s->cur : NULL;
-}
-
 uint64_t fibril_now_ns(void)
 {
 	struct timespec ts;

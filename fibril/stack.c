@@ -244,9 +244,16 @@ static size_t fmt_hex(char *p, uintptr_t v)
 	return i;
 }
 
+/* This thread's scheduler while its stacks are guarded (between
+ * x__stack_thread_init and x__stack_thread_fini): the handler finds the
+ * running fibril here, so this file needs nothing from sched.c. */
+static __thread struct x__sched *tls_guarded
+	__attribute__((tls_model("initial-exec")));
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
-	fibril_t *f = x__fibril_running();
+	struct x__sched *s = tls_guarded;
+	fibril_t *f = s ? s->cur : NULL;
 	char *addr = si->si_addr;
 
 	if (f && addr >= f->map && addr < f->stack_lo) {
@@ -303,8 +310,10 @@ int x__stack_thread_init(struct x__sched *s)
 	pthread_once(&segv_once, segv_install);
 	/* an overflow leaves no stack to run the handler on: it needs the
 	 * alternate one. Keep one the thread (or ASan) already set up. */
-	if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE))
+	if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE)) {
+		tls_guarded = s;
 		return 0;
+	}
 	size_t size = 64u << 10;
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -320,11 +329,14 @@ int x__stack_thread_init(struct x__sched *s)
 	}
 	s->altstack = p;
 	s->altstack_size = size;
+	tls_guarded = s;
 	return 0;
 }
 
 void x__stack_thread_fini(struct x__sched *s)
 {
+	if (tls_guarded == s)
+		tls_guarded = NULL;
 	if (!s->altstack)
 		return;
 	stack_t ss, cur;
