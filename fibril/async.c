@@ -24,7 +24,6 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "fibril/async_event.h"
 #include "fibril/async_int.h"
 #include "fibril/async_cred.h"
 
@@ -673,8 +672,8 @@ FIBRIL_API void async_engine_destroy(async_engine_t *e)
 	if (!e)
 		return;
 	e->destroying = true;
-	if (e->evhost)
-		async_event_detach(e);
+	if (e->host_detach)
+		e->host_detach(e);
 	/* Cancel everything, then wait it out: no buffer may be written
 	 * after we return. */
 	for (unsigned c = 0; c < e->nchunks; c++)

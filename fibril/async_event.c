@@ -89,6 +89,7 @@ FIBRIL_API int async_event_attach(async_engine_t *e, struct event_base *base)
 		return -ENOMEM;
 	}
 	e->evhost = h;
+	e->host_detach = async_event_detach;
 	async_engine_set_kick(e, x__ev_kick, h);
 	/* Work queued before attaching must not wait for the fd. */
 	event_active(h->kick, EV_TIMEOUT, 0);
@@ -113,4 +114,5 @@ FIBRIL_API void async_event_detach(async_engine_t *e)
 	event_free(h->kick);
 	free(h);
 	e->evhost = NULL;
+	e->host_detach = NULL;
 }

@@ -107,6 +107,9 @@ struct async_engine {
 	bool kicked;
 	bool destroying;
 	struct x__evhost *evhost;  /* async_event.c, when attached */
+	/* Set by a host adapter (async_event.c) that must let go before
+	 * the engine is freed: the engine calls it without knowing it. */
+	void (*host_detach)(async_engine_t *e);
 
 	void (*log)(int level, const char *msg, void *arg);
 	void *log_arg;

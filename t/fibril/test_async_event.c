@@ -163,6 +163,18 @@ START_TEST(callbacks_in_event_base)
 }
 END_TEST
 
+/* Destroying an attached engine takes the adapter's events off the
+ * base: none may fire on a freed engine. */
+START_TEST(destroy_detaches)
+{
+	ck_assert_int_gt(event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED), 0);
+	async_engine_destroy(eng);
+	eng = NULL;
+	ck_assert_int_eq(event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED |
+	                                           EVENT_BASE_COUNT_ACTIVE), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("async_event");
@@ -172,6 +184,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, fibrils_in_event_base);
 	tcase_add_test(tc, fibril_started_from_callback);
 	tcase_add_test(tc, callbacks_in_event_base);
+	tcase_add_test(tc, destroy_detaches);
 	suite_add_tcase(s, tc);
 	return s;
 }
