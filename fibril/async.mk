@@ -1,13 +1,21 @@
 # fibril/async.mk: owned by its folder's work; appends to the variables of Makefile.am
-# Asynchronous system calls: async_submit/wait_for_async on io_uring with
+# libfibril's async engine (see fibril.mk for the three parts):
+# asynchronous system calls, async_submit/wait_for_async on io_uring with
 # a thread-pool fallback, the engine (one wait point) and its libevent
 # adapter.
 fibril_libfibril_la_SOURCES += \
-	fibril/async.c fibril/async_calls.c fibril/async_ahead.c \
-	fibril/async_wrap.c \
-	fibril/async_uring.c fibril/async_pool.c fibril/async_event.c \
-	fibril/async_int.h \
-	fibril/async_cred.c fibril/async_cred.h
+	fibril/async.c fibril/async_int.h \
+	fibril/async_calls.c fibril/async_cred.c fibril/async_cred.h \
+	fibril/async_ahead.c \
+	fibril/async_uring.c fibril/async_pool.c \
+	fibril/async_wrap.c fibril/async_event.c
+# async.c            the engine: submit, wait, cancel, process, destroy
+# async_calls.c      the call table and the one dispatcher to system calls
+# async_cred.c       running a call as another user
+# async_ahead.c      the directory read-ahead policy
+# async_uring.c, async_pool.c   the two backends
+# async_wrap.c       fibril_statx() and the other blocking-style wrappers
+# async_event.c      the libevent host adapter
 fibrilinclude_HEADERS += fibril/include/fibril/async.h \
 	fibril/include/fibril/async_event.h
 

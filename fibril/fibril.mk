@@ -1,4 +1,15 @@
 # fibril/fibril.mk: owned by its folder's work; appends to the variables of Makefile.am
+#
+# libfibril is three parts, each with its own fragment, files and
+# private prefix; each part uses only the parts listed before it:
+#   core (this file): sched.c, stack.c, switch_*: fibrils, their stacks
+#     and the context switch.
+#   async engine (async.mk): async*.c: async_submit() on io_uring or a
+#     thread pool, and the engine's one wait point.
+#   lookup engine (lookup.mk): lookup_*.c: lk_*, roots, opens, lookups
+#     and directory scans.
+
+# ---- core: scheduler, stacks, context switch ----
 lib_LTLIBRARIES += fibril/libfibril.la
 fibril_libfibril_la_SOURCES =
 fibril_libfibril_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(URING_CFLAGS) $(LIBEVENT_CFLAGS)

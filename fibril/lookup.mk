@@ -1,4 +1,10 @@
 # fibril/lookup.mk: the lookup engine (lk_*), its tests, example and bench.
+# libfibril's third part (see fibril.mk), built on the core and the async
+# engine: lookup_root.c roots, groups, opens and the engine's call path;
+# lookup_walk.c lookups with options; lookup_flight.c, lookup_batch.c,
+# lookup_scan.c, lookup_sort.c directory scans; lookup_fs.c which file
+# systems are local; lookup_cred.c, lookup_fold.c, lookup_casefold.c
+# credentials and case-insensitive names.
 fibrilinclude_HEADERS += fibril/include/fibril/lookup.h
 fibril_libfibril_la_SOURCES += \
 	fibril/lookup_int.h \
