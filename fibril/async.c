@@ -27,11 +27,11 @@
 #include "fibril/async_int.h"
 #include "fibril/async_cred.h"
 
-#define X__FLAGS_ALL (ASYNC_F_SYNC | ASYNC_F_NOINLINE | ASYNC_F_BACKGROUND)
+#define ASYNC__FLAGS_ALL (ASYNC_F_SYNC | ASYNC_F_NOINLINE | ASYNC_F_BACKGROUND)
 
-static __thread async_engine_t *x__cur;
+static __thread async_engine_t *async__cur;
 
-void x__log(async_engine_t *e, int level, const char *fmt, ...)
+void async__log(async_engine_t *e, int level, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -45,7 +45,7 @@ void x__log(async_engine_t *e, int level, const char *fmt, ...)
 		fprintf(stderr, "libfibril: %s\n", msg);
 }
 
-void x__kick(async_engine_t *e)
+void async__kick(async_engine_t *e)
 {
 	if (e->kick && !e->kicked) {
 		e->kicked = true;
@@ -53,30 +53,30 @@ void x__kick(async_engine_t *e)
 	}
 }
 
-void x__flush(async_engine_t *e)
+void async__flush(async_engine_t *e)
 {
-	x__uring_flush(e);
-	x__pool_flush(e);
+	async__uring_flush(e);
+	async__pool_flush(e);
 }
 
 /* ---- op table ---- */
 
-static struct x__op *x__op_alloc(async_engine_t *e)
+static struct async__op *async__op_alloc(async_engine_t *e)
 {
-	struct x__op *op = e->free_ops;
+	struct async__op *op = e->free_ops;
 
 	if (!op) {
-		struct x__op **nc = realloc(e->chunks,
+		struct async__op **nc = realloc(e->chunks,
 		                            (e->nchunks + 1) * sizeof(*nc));
 		if (!nc)
 			return NULL;
 		e->chunks = nc;
-		struct x__op *c = calloc(X__CHUNK, sizeof(*c));
+		struct async__op *c = calloc(ASYNC__CHUNK, sizeof(*c));
 		if (!c)
 			return NULL;
 		nc[e->nchunks] = c;
-		for (unsigned i = X__CHUNK; i-- > 0;) {
-			c[i].idx = e->nchunks * X__CHUNK + i;
+		for (unsigned i = ASYNC__CHUNK; i-- > 0;) {
+			c[i].idx = e->nchunks * ASYNC__CHUNK + i;
 			c[i].next = e->free_ops;
 			e->free_ops = &c[i];
 		}
@@ -91,14 +91,14 @@ static struct x__op *x__op_alloc(async_engine_t *e)
 	op->cb = NULL;
 	op->owner = NULL;
 	op->cancel_requested = 0;
-	op->state = X__PENDING;
+	op->state = ASYNC__PENDING;
 	op->where = 0;
 	return op;
 }
 
-static void x__op_free(async_engine_t *e, struct x__op *op)
+static void async__op_free(async_engine_t *e, struct async__op *op)
 {
-	x__cred_drop(op->cred);
+	async__cred_drop(op->cred);
 	op->cred = NULL;
 	op->cookie = 0;
 	op->state = 0;
@@ -106,28 +106,28 @@ static void x__op_free(async_engine_t *e, struct x__op *op)
 	e->free_ops = op;
 }
 
-static struct x__op *x__op_find(async_engine_t *e, long cookie)
+static struct async__op *async__op_find(async_engine_t *e, long cookie)
 {
 	if (cookie < ASYNC_COOKIE_BASE)
 		return NULL;
 	unsigned long idx = (unsigned long)(cookie - ASYNC_COOKIE_BASE) &
 	                    0xffffffffUL;
-	if (idx >= (unsigned long)e->nchunks * X__CHUNK)
+	if (idx >= (unsigned long)e->nchunks * ASYNC__CHUNK)
 		return NULL;
-	struct x__op *op = &e->chunks[idx / X__CHUNK][idx % X__CHUNK];
+	struct async__op *op = &e->chunks[idx / ASYNC__CHUNK][idx % ASYNC__CHUNK];
 	return op->cookie == cookie ? op : NULL;
 }
 
-static void x__release(async_engine_t *e, struct x__op *op, unsigned hold)
+static void async__release(async_engine_t *e, struct async__op *op, unsigned hold)
 {
 	op->holds &= ~hold;
-	if (op->holds == 0 && op->state == X__DONE)
-		x__op_free(e, op);
+	if (op->holds == 0 && op->state == ASYNC__DONE)
+		async__op_free(e, op);
 }
 
 /* ---- owners ---- */
 
-static struct x__owner *x__owner_get(async_engine_t *e, fibril_t *self,
+static struct async__owner *async__owner_get(async_engine_t *e, fibril_t *self,
                                      bool create)
 {
 	if (!self)
@@ -137,7 +137,7 @@ static struct x__owner *x__owner_get(async_engine_t *e, fibril_t *self,
 		return NULL;
 	if (*slot || !create)
 		return *slot;
-	struct x__owner *o = calloc(1, sizeof(*o));
+	struct async__owner *o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
 	o->f = self;
@@ -150,7 +150,7 @@ static struct x__owner *x__owner_get(async_engine_t *e, fibril_t *self,
 }
 
 /* Called from the owner's own context only, so its slot is safe. */
-static void x__owner_put(async_engine_t *e, struct x__owner *o)
+static void async__owner_put(async_engine_t *e, struct async__owner *o)
 {
 	if (!o->f || o->head || o->pending)
 		return;
@@ -164,9 +164,9 @@ static void x__owner_put(async_engine_t *e, struct x__owner *o)
 	free(o);
 }
 
-static void x__owner_unlink(struct x__op *op)
+static void async__owner_unlink(struct async__op *op)
 {
-	struct x__owner *o = op->owner;
+	struct async__owner *o = op->owner;
 
 	if (op->oprev)
 		op->oprev->onext = op->onext;
@@ -178,38 +178,38 @@ static void x__owner_unlink(struct x__op *op)
 }
 
 /* Reaps @op for a wait: the cookie stops being valid. */
-static void x__reap(async_engine_t *e, struct x__op *op)
+static void async__reap(async_engine_t *e, struct async__op *op)
 {
-	struct x__owner *o = op->owner;
+	struct async__owner *o = op->owner;
 
 	op->cookie = -1;
 	if (o)
-		x__owner_unlink(op);
-	x__release(e, op, X__HOLD_OWNER | X__HOLD_WAITER);
+		async__owner_unlink(op);
+	async__release(e, op, ASYNC__HOLD_OWNER | ASYNC__HOLD_WAITER);
 }
 
 /* ---- completion ---- */
 
-void x__complete(async_engine_t *e, struct x__op *op, long res)
+void async__complete(async_engine_t *e, struct async__op *op, long res)
 {
-	struct x__owner *o = op->owner;
+	struct async__owner *o = op->owner;
 
 	op->res = res;
 	*op->result = res;
-	op->state = X__DONE;
+	op->state = ASYNC__DONE;
 	op->where = 0;
 	/* The read-ahead is the engine's own: not in the count callers
 	 * and the parallelism limit see. */
-	if (op->call != X__CALL_DIR_AHEAD)
+	if (op->call != ASYNC__CALL_DIR_AHEAD)
 		e->inflight--;
 	if (o) {
 		o->pending--;
 		if (o->waiting_all && o->pending == 0 && o->f)
 			fibril_wake(o->f);
 	}
-	if (op->waiter && op->waiter != X__THREAD_WAITER)
+	if (op->waiter && op->waiter != ASYNC__THREAD_WAITER)
 		fibril_wake(op->waiter);
-	if (op->holds & X__HOLD_CB) {
+	if (op->holds & ASYNC__HOLD_CB) {
 		/* Never from here: we may be inside async_submit(). */
 		op->next = NULL;
 		if (e->cb_tail)
@@ -219,38 +219,38 @@ void x__complete(async_engine_t *e, struct x__op *op, long res)
 		e->cb_tail = op;
 	}
 	/* Fibrils woken or callbacks queued: the host must come round. */
-	x__kick(e);
+	async__kick(e);
 }
 
-static int x__run_callbacks(async_engine_t *e, unsigned budget)
+static int async__run_callbacks(async_engine_t *e, unsigned budget)
 {
 	int n = 0;
 
 	while (e->cb_head && (!budget || (unsigned)n < budget)) {
-		struct x__op *op = e->cb_head;
+		struct async__op *op = e->cb_head;
 		e->cb_head = op->next;
 		if (!e->cb_head)
 			e->cb_tail = NULL;
 		op->next = NULL;
 		op->cb(op->cb_arg, op->res);
-		x__release(e, op, X__HOLD_CB);
+		async__release(e, op, ASYNC__HOLD_CB);
 		n++;
 	}
 	return n;
 }
 
-static int x__reap_backends(async_engine_t *e, unsigned budget)
+static int async__reap_backends(async_engine_t *e, unsigned budget)
 {
 	int n = 0, r;
 
 	if (e->ring) {
-		r = x__uring_reap(e, budget);
+		r = async__uring_reap(e, budget);
 		if (r < 0)
 			return r;
 		n += r;
 	}
 	if (!budget || (unsigned)n < budget) {
-		r = x__pool_reap(e, budget ? budget - n : 0);
+		r = async__pool_reap(e, budget ? budget - n : 0);
 		if (r < 0)
 			return r;
 		n += r;
@@ -262,55 +262,55 @@ static int x__reap_backends(async_engine_t *e, unsigned budget)
 
 /* The pool thread closes the descriptor after reading; one the pool
  * never ran (cancelled at destroy) is closed here. */
-static void x__ahead_done(void *arg, long res)
+static void async__ahead_done(void *arg, long res)
 {
 	if (res == -ECANCELED)
 		close((int)(intptr_t)arg);
 }
 
-/* Queues x__ahead_read() of @dfd's directory on the pool (the policy
+/* Queues async__ahead_read() of @dfd's directory on the pool (the policy
  * that asks for it: async_ahead.c). */
-static void x__ahead_start(async_engine_t *e, long dfd)
+static void async__ahead_start(async_engine_t *e, long dfd)
 {
 	/* Opened here, not on the pool thread: the caller may close @dfd
 	 * (closedir) while the read-ahead runs. */
 	int fd = openat((int)dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	struct x__op *op = x__op_alloc(e);
+	struct async__op *op = async__op_alloc(e);
 	if (!op) {
 		close(fd);
 		return;
 	}
-	op->call = X__CALL_DIR_AHEAD;
+	op->call = ASYNC__CALL_DIR_AHEAD;
 	op->args[0] = (unsigned long)fd;
 	op->result = &op->res;
-	op->cb = x__ahead_done;
+	op->cb = async__ahead_done;
 	op->cb_arg = (void *)(intptr_t)fd;
-	op->holds = X__HOLD_CB;
-	if (x__pool_submit(e, op, false) < 0) {
+	op->holds = ASYNC__HOLD_CB;
+	if (async__pool_submit(e, op, false) < 0) {
 		op->holds = 0;
-		op->state = X__DONE;
-		x__op_free(e, op);
+		op->state = ASYNC__DONE;
+		async__op_free(e, op);
 		close(fd);
 		return;
 	}
 	/* Now, not at the next flush: the loop may not flush until its
 	 * wait_for_async(), when the read-ahead is moot. */
-	x__pool_flush(e);
+	async__pool_flush(e);
 }
 
 /* ---- submit ---- */
 
-static long x__submit(unsigned long flags, long *result, long call,
+static long async__submit(unsigned long flags, long *result, long call,
                       const unsigned long *args,
                       void (*cb)(void *, long), void *cb_arg)
 {
-	async_engine_t *e = x__cur;
+	async_engine_t *e = async__cur;
 	const struct async_call_info *info = async_call_info(call);
 	long res;
 
-	if (flags & ~X__FLAGS_ALL)
+	if (flags & ~ASYNC__FLAGS_ALL)
 		return -EINVAL;
 	if (!info)
 		return -ENOSYS;
@@ -319,10 +319,10 @@ static long x__submit(unsigned long flags, long *result, long call,
 	if (!e || e->destroying)
 		return -ENXIO;
 	if (flags & ASYNC_F_SYNC) {
-		*result = x__exec(call, args);
+		*result = async__exec(call, args);
 		return 0;
 	}
-	if (!(flags & ASYNC_F_NOINLINE) && x__try_inline(call, args, &res)) {
+	if (!(flags & ASYNC_F_NOINLINE) && async__try_inline(call, args, &res)) {
 		*result = res;
 		return 0;
 	}
@@ -331,25 +331,25 @@ static long x__submit(unsigned long flags, long *result, long call,
 		 * readdir-then-stat loop that never waits would otherwise run
 		 * every call after the first max_inflight synchronously.
 		 * Callbacks stay queued for process(). */
-		x__pool_flush(e);
-		x__reap_backends(e, 0);
+		async__pool_flush(e);
+		async__reap_backends(e, 0);
 		if (e->inflight >= e->max_inflight && !e->queue_at_limit) {
-			*result = x__exec(call, args);
+			*result = async__exec(call, args);
 			return 0;
 		}
 	}
 	/* queue_at_limit: past the limit, to the pool's queue. */
 	bool over = e->inflight >= e->max_inflight;
 
-	struct x__op *op = x__op_alloc(e);
+	struct async__op *op = async__op_alloc(e);
 	if (!op) {
 		if (e->queue_at_limit)
 			return -ENOMEM;
-		*result = x__exec(call, args);
+		*result = async__exec(call, args);
 		return 0;
 	}
 	op->call = (uint8_t)call;
-	op->cred = x__cred_hold(x__cred_current());
+	op->cred = async__cred_hold(async__cred_current());
 	op->result = result;
 	memcpy(op->args, args ? args : (const unsigned long[6]){ 0 },
 	       (info->nargs ? info->nargs : 1) * sizeof(*args));
@@ -357,18 +357,18 @@ static long x__submit(unsigned long flags, long *result, long call,
 	if (cb) {
 		op->cb = cb;
 		op->cb_arg = cb_arg;
-		op->holds |= X__HOLD_CB;
+		op->holds |= ASYNC__HOLD_CB;
 	} else {
-		struct x__owner *o = x__owner_get(e, fibril_self(), true);
+		struct async__owner *o = async__owner_get(e, fibril_self(), true);
 		if (!o) {
-			x__op_free(e, op);
+			async__op_free(e, op);
 			if (e->queue_at_limit)
 				return -ENOMEM;
-			*result = x__exec(call, args);
+			*result = async__exec(call, args);
 			return 0;
 		}
 		op->owner = o;
-		op->holds |= X__HOLD_OWNER;
+		op->holds |= ASYNC__HOLD_OWNER;
 	}
 	/* Published before the backend can see it; only this thread ever
 	 * writes *result, at completion. Accounted first too: a backend may
@@ -376,7 +376,7 @@ static long x__submit(unsigned long flags, long *result, long call,
 	*result = op->cookie;
 	e->inflight++;
 	if (op->owner) {
-		struct x__owner *o = op->owner;
+		struct async__owner *o = op->owner;
 		op->oprev = NULL;
 		op->onext = o->head;
 		if (o->head)
@@ -389,45 +389,45 @@ static long x__submit(unsigned long flags, long *result, long call,
 	/* Background calls never go to the ring: its io-wq workers are
 	 * the submitting thread's, at its priority. */
 	if (e->ring && !(flags & ASYNC_F_BACKGROUND) && !over &&
-	    x__uring_supports(e, call, args)) {
-		op->where = X__IN_RING;
-		rc = x__uring_submit(e, op);
+	    async__uring_supports(e, call, args)) {
+		op->where = ASYNC__IN_RING;
+		rc = async__uring_submit(e, op);
 		if (rc < 0 && e->queue_at_limit)
-			rc = x__pool_submit(e, op, false);
+			rc = async__pool_submit(e, op, false);
 	} else {
-		rc = x__pool_submit(e, op, flags & ASYNC_F_BACKGROUND);
+		rc = async__pool_submit(e, op, flags & ASYNC_F_BACKGROUND);
 	}
 	if (rc < 0) {
 		/* The backend is saturated: the call simply goes the other
 		 * way, synchronously, as at the parallelism limit. */
-		struct x__owner *o = op->owner;
+		struct async__owner *o = op->owner;
 		e->inflight--;
 		if (o) {
-			x__owner_unlink(op);
+			async__owner_unlink(op);
 			o->pending--;
 		}
 		op->holds = 0;
-		op->state = X__DONE;
-		x__op_free(e, op);
+		op->state = ASYNC__DONE;
+		async__op_free(e, op);
 		if (o)
-			x__owner_put(e, o);
-		*result = x__exec(call, args);
+			async__owner_put(e, o);
+		*result = async__exec(call, args);
 		return 0;
 	}
 	/* Now, not at the next flush: a function call is a chunk of work
 	 * that the pool can start while the caller goes on (a listing's
 	 * run of stats while the worker formats the previous window). */
 	if (call == ASYNC_CALL)
-		x__pool_flush(e);
-	if (x__ahead_note(op->owner, call, args))
-		x__ahead_start(e, (long)args[0]);
+		async__pool_flush(e);
+	if (async__ahead_note(op->owner, call, args))
+		async__ahead_start(e, (long)args[0]);
 	return op->cookie;
 }
 
 FIBRIL_API long async_submit(unsigned long flags, long *result, long call,
                              const unsigned long *args)
 {
-	return x__submit(flags, result, call, args, NULL, NULL);
+	return async__submit(flags, result, call, args, NULL, NULL);
 }
 
 FIBRIL_API long async_submit_cb(unsigned long flags, long *result, long call,
@@ -436,12 +436,12 @@ FIBRIL_API long async_submit_cb(unsigned long flags, long *result, long call,
 {
 	if (!cb)
 		return -EINVAL;
-	return x__submit(flags, result, call, args, cb, arg);
+	return async__submit(flags, result, call, args, cb, arg);
 }
 
 /* ---- driving the engine from outside fibrils ---- */
 
-static int x__min_timeout(int a, int b)
+static int async__min_timeout(int a, int b)
 {
 	if (a < 0)
 		return b;
@@ -452,7 +452,7 @@ static int x__min_timeout(int a, int b)
 
 /* One step: flush, reap, run fibrils; sleep on the fd only when none of
  * that made progress. */
-static int x__drive(async_engine_t *e)
+static int async__drive(async_engine_t *e)
 {
 	int n = async_engine_process(e, 0);
 	if (n < 0)
@@ -460,7 +460,7 @@ static int x__drive(async_engine_t *e)
 	int ran = fibril_sched_run();
 	if (n > 0 || ran > 0)
 		return 0;
-	int t = x__min_timeout(async_engine_timeout_ms(e),
+	int t = async__min_timeout(async_engine_timeout_ms(e),
 	                       fibril_sched_timeout_ms());
 	if (t == 0)
 		return 0;
@@ -474,114 +474,114 @@ static int x__drive(async_engine_t *e)
 
 /* ---- wait ---- */
 
-static long x__wait_one(async_engine_t *e, long cookie)
+static long async__wait_one(async_engine_t *e, long cookie)
 {
-	struct x__op *op = x__op_find(e, cookie);
+	struct async__op *op = async__op_find(e, cookie);
 	fibril_t *self = fibril_self();
 
 	if (!op)
 		return -ENOENT;
-	if (op->holds & X__HOLD_WAITER)
+	if (op->holds & ASYNC__HOLD_WAITER)
 		return -EBUSY;
-	op->holds |= X__HOLD_WAITER;
-	op->waiter = self ? self : X__THREAD_WAITER;
-	while (op->state != X__DONE) {
+	op->holds |= ASYNC__HOLD_WAITER;
+	op->waiter = self ? self : ASYNC__THREAD_WAITER;
+	while (op->state != ASYNC__DONE) {
 		if (self) {
-			x__flush(e);
+			async__flush(e);
 			fibril_park();
 		} else {
-			int rc = x__drive(e);
-			if (rc < 0 && op->state != X__DONE) {
+			int rc = async__drive(e);
+			if (rc < 0 && op->state != ASYNC__DONE) {
 				op->waiter = NULL;
-				x__release(e, op, X__HOLD_WAITER);
+				async__release(e, op, ASYNC__HOLD_WAITER);
 				return rc;
 			}
 		}
 	}
 	long res = op->res;
-	struct x__owner *o = op->owner;
+	struct async__owner *o = op->owner;
 	op->waiter = NULL;
-	x__reap(e, op);
+	async__reap(e, op);
 	if (o && !o->pending)
-		x__ahead_reset(o);
+		async__ahead_reset(o);
 	if (o && o->f == self)
-		x__owner_put(e, o);
+		async__owner_put(e, o);
 	return res;
 }
 
-static long x__wait_all(async_engine_t *e)
+static long async__wait_all(async_engine_t *e)
 {
 	fibril_t *self = fibril_self();
-	struct x__owner *o = x__owner_get(e, self, false);
+	struct async__owner *o = async__owner_get(e, self, false);
 
 	if (!o)
 		return 0;
 	while (o->pending) {
 		if (self) {
 			o->waiting_all = true;
-			x__flush(e);
+			async__flush(e);
 			fibril_park();
 			o->waiting_all = false;
 		} else {
-			int rc = x__drive(e);
+			int rc = async__drive(e);
 			if (rc < 0 && o->pending)
 				return rc;
 		}
 	}
-	for (struct x__op *op = o->head, *nx; op; op = nx) {
+	for (struct async__op *op = o->head, *nx; op; op = nx) {
 		nx = op->onext;
-		if (!(op->holds & X__HOLD_WAITER))
-			x__reap(e, op);
+		if (!(op->holds & ASYNC__HOLD_WAITER))
+			async__reap(e, op);
 	}
-	x__ahead_reset(o);
-	x__owner_put(e, o);
+	async__ahead_reset(o);
+	async__owner_put(e, o);
 	return 0;
 }
 
 FIBRIL_API long wait_for_async(long cookie)
 {
-	async_engine_t *e = x__cur;
+	async_engine_t *e = async__cur;
 
 	if (!e)
 		return -ENXIO;
 	if (cookie < 0)
 		return -EINVAL;
-	return cookie ? x__wait_one(e, cookie) : x__wait_all(e);
+	return cookie ? async__wait_one(e, cookie) : async__wait_all(e);
 }
 
 FIBRIL_API int async_cancel(long cookie)
 {
-	async_engine_t *e = x__cur;
-	struct x__op *op;
+	async_engine_t *e = async__cur;
+	struct async__op *op;
 
 	if (!e)
 		return -ENXIO;
-	op = x__op_find(e, cookie);
-	if (!op || op->state != X__PENDING)
+	op = async__op_find(e, cookie);
+	if (!op || op->state != ASYNC__PENDING)
 		return -ENOENT;
 	if (op->cancel_requested)
 		return 0;
 	op->cancel_requested = 1;
-	if (op->where == X__IN_POOL || op->where == X__IN_BGPOOL)
-		(void)x__pool_cancel(e, op);  /* -EBUSY: running, let it finish */
-	else if (op->where == X__IN_RING)
-		(void)x__uring_cancel(e, op);
+	if (op->where == ASYNC__IN_POOL || op->where == ASYNC__IN_BGPOOL)
+		(void)async__pool_cancel(e, op);  /* -EBUSY: running, let it finish */
+	else if (op->where == ASYNC__IN_RING)
+		(void)async__uring_cancel(e, op);
 	return 0;
 }
 
 FIBRIL_API unsigned async_outstanding(void)
 {
-	async_engine_t *e = x__cur;
+	async_engine_t *e = async__cur;
 
 	if (!e)
 		return 0;
-	struct x__owner *o = x__owner_get(e, fibril_self(), false);
+	struct async__owner *o = async__owner_get(e, fibril_self(), false);
 	return o ? o->pending : 0;
 }
 
 /* ---- engine ---- */
 
-static const char *x__pick_backend(const struct async_engine_opts *o)
+static const char *async__pick_backend(const struct async_engine_opts *o)
 {
 	const char *b = o ? o->backend : NULL;
 
@@ -602,7 +602,7 @@ FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
 
 	if (!out)
 		return -EINVAL;
-	if (x__cur)
+	if (async__cur)
 		return -EBUSY;
 	memset(&o, 0, sizeof(o));
 	if (opts)
@@ -620,7 +620,7 @@ FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
 	 * slow metadata crawl (docs/DESIGN.md, "io-wq worker limits"). */
 	if (!o.iowq_bounded)
 		o.iowq_bounded = 64;
-	want = x__pick_backend(&o);
+	want = async__pick_backend(&o);
 	if (strcmp(want, "auto") && strcmp(want, "uring") &&
 	    strcmp(want, "threads"))
 		return -EINVAL;
@@ -638,30 +638,30 @@ FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
 		free(e);
 		return rc;
 	}
-	rc = x__pool_create(e, o.pool_threads, o.bg_threads);
+	rc = async__pool_create(e, o.pool_threads, o.bg_threads);
 	if (rc < 0)
 		goto fail;
 	if (strcmp(want, "threads") != 0) {
-		rc = x__uring_create(e, &o);
+		rc = async__uring_create(e, &o);
 		if (rc < 0 && strcmp(want, "uring") == 0) {
-			x__log(e, LOG_ERR, "async: io_uring unavailable: %s",
+			async__log(e, LOG_ERR, "async: io_uring unavailable: %s",
 			       strerror(-rc));
 			goto fail;
 		}
 		if (rc < 0)
-			x__log(e, LOG_WARNING,
+			async__log(e, LOG_WARNING,
 			       "async: io_uring unavailable (%s), using threads",
 			       strerror(-rc));
 	}
 	e->backend = e->ring ? "uring" : "threads";
 	if (!e->ring)
-		x__log(e, LOG_INFO, "async: backend threads (%u threads, limit %u)",
+		async__log(e, LOG_INFO, "async: backend threads (%u threads, limit %u)",
 		       o.pool_threads ? o.pool_threads : 16, e->max_inflight);
-	x__cur = e;
+	async__cur = e;
 	*out = e;
 	return 0;
 fail:
-	x__pool_destroy(e);
+	async__pool_destroy(e);
 	close(e->efd);
 	free(e);
 	return rc;
@@ -677,20 +677,20 @@ FIBRIL_API void async_engine_destroy(async_engine_t *e)
 	/* Cancel everything, then wait it out: no buffer may be written
 	 * after we return. */
 	for (unsigned c = 0; c < e->nchunks; c++)
-		for (unsigned i = 0; i < X__CHUNK; i++) {
-			struct x__op *op = &e->chunks[c][i];
-			if (op->state == X__PENDING && op->where == X__IN_RING &&
+		for (unsigned i = 0; i < ASYNC__CHUNK; i++) {
+			struct async__op *op = &e->chunks[c][i];
+			if (op->state == ASYNC__PENDING && op->where == ASYNC__IN_RING &&
 			    !op->cancel_requested) {
 				op->cancel_requested = 1;
-				x__uring_cancel(e, op);
+				async__uring_cancel(e, op);
 			}
 		}
-	x__uring_destroy(e);
-	x__pool_destroy(e);
+	async__uring_destroy(e);
+	async__pool_destroy(e);
 	/* Callbacks were promised to run once for every cookie handed out. */
-	x__run_callbacks(e, 0);
+	async__run_callbacks(e, 0);
 	while (e->owners) {
-		struct x__owner *o = e->owners;
+		struct async__owner *o = e->owners;
 		e->owners = o->anext;
 		free(o);
 	}
@@ -698,14 +698,14 @@ FIBRIL_API void async_engine_destroy(async_engine_t *e)
 		free(e->chunks[c]);
 	free(e->chunks);
 	close(e->efd);
-	if (x__cur == e)
-		x__cur = NULL;
+	if (async__cur == e)
+		async__cur = NULL;
 	free(e);
 }
 
 FIBRIL_API async_engine_t *async_engine_current(void)
 {
-	return x__cur;
+	return async__cur;
 }
 
 FIBRIL_API const char *async_engine_backend(const async_engine_t *e)
@@ -733,15 +733,15 @@ FIBRIL_API int async_engine_process(async_engine_t *e, unsigned budget)
 		n = -errno;
 		goto out;
 	}
-	n = x__reap_backends(e, budget);
+	n = async__reap_backends(e, budget);
 	if (n < 0)
 		goto out;
-	c = x__run_callbacks(e, budget);
+	c = async__run_callbacks(e, budget);
 	if (c > n)
 		n = c;
 	/* Fibrils may have been woken and will submit more from
 	 * fibril_sched_run(); the ones queued so far go now. */
-	x__flush(e);
+	async__flush(e);
 out:
 	e->kicked = false;
 	return n;
@@ -753,10 +753,10 @@ FIBRIL_API int async_engine_timeout_ms(const async_engine_t *e)
 
 	if (!e)
 		return -1;
-	if (e->cb_head || x__uring_busy(m) || x__pool_busy(m))
+	if (e->cb_head || async__uring_busy(m) || async__pool_busy(m))
 		return 0;
-	if (x__pool_held(m))
-		return X__BG_HOLD_MS;
+	if (async__pool_held(m))
+		return ASYNC__BG_HOLD_MS;
 	return -1;
 }
 
@@ -784,7 +784,7 @@ FIBRIL_API int async_engine_run(async_engine_t *e)
 			async_engine_process(e, 0);
 			return 0;
 		}
-		int rc = x__drive(e);
+		int rc = async__drive(e);
 		if (rc < 0)
 			return rc;
 	}

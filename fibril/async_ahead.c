@@ -9,8 +9,8 @@
  * directory ahead, through a descriptor of its own, takes those waits
  * instead (the loop's fell to ~23 per pass).
  *
- * The policy (x__ahead_note) only counts and decides; async.c opens the
- * descriptor and queues the read (x__ahead_read, on a pool thread).
+ * The policy (async__ahead_note) only counts and decides; async.c opens the
+ * descriptor and queues the read (async__ahead_read, on a pool thread).
  * The read never touches the caller's descriptor or position, and the
  * caller sees no op of it (not even in async_engine_inflight()).
  */
@@ -27,18 +27,18 @@
  * pending, is a readdir loop stat-ing every entry: short enough to help
  * a large directory early, long enough that a handful of stats in one
  * directory never pays a second open and read. */
-#define X__AHEAD_RUN 256u
+#define ASYNC__AHEAD_RUN 256u
 
 /* The run is over once nothing of it is pending: a next directory,
  * even one that gets the same descriptor number, starts afresh. */
-void x__ahead_reset(struct x__owner *o)
+void async__ahead_reset(struct async__owner *o)
 {
 	o->scan_dfd = -1;
 	o->scan_run = 0;
 	o->scan_ahead = false;
 }
 
-bool x__ahead_note(struct x__owner *o, long call, const unsigned long *args)
+bool async__ahead_note(struct async__owner *o, long call, const unsigned long *args)
 {
 	/* Only a path relative to a directory fd says "entry of that
 	 * directory"; an absolute path or an fd of its own does not. */
@@ -47,11 +47,11 @@ bool x__ahead_note(struct x__owner *o, long call, const unsigned long *args)
 		return false;
 	long dfd = (long)args[0];
 	if (dfd != o->scan_dfd) {
-		x__ahead_reset(o);
+		async__ahead_reset(o);
 		o->scan_dfd = dfd;
 	}
-	if (++o->scan_run < X__AHEAD_RUN || o->scan_ahead ||
-	    o->pending < X__AHEAD_RUN)
+	if (++o->scan_run < ASYNC__AHEAD_RUN || o->scan_ahead ||
+	    o->pending < ASYNC__AHEAD_RUN)
 		return false;
 	o->scan_ahead = true;
 	return true;
@@ -60,7 +60,7 @@ bool x__ahead_note(struct x__owner *o, long call, const unsigned long *args)
 /* Stops as soon as one call read nothing from the disk (its own
  * ru_inblock did not move): the rest is cached, or the caller's readdir
  * has caught up. So a cached directory costs one getdents64 of 64 KiB. */
-long x__ahead_read(int fd)
+long async__ahead_read(int fd)
 {
 	enum { BUF = 64 * 1024 };
 	char *buf = malloc(BUF);

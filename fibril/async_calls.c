@@ -23,7 +23,7 @@
 
 #define L(i) (1u << (i))
 
-static const struct async_call_info x__table[ASYNC_CALL_MAX] = {
+static const struct async_call_info async__table[ASYNC_CALL_MAX] = {
 	[ASYNC_NOP]        = { "nop",        0, 0 },
 	[ASYNC_OPENAT2]    = { "openat2",    4, L(1) | L(2) },
 	[ASYNC_STATX]      = { "statx",      5, L(1) | L(4) },
@@ -43,53 +43,53 @@ FIBRIL_API const struct async_call_info *async_call_info(long call)
 {
 	if (call < 0 || call >= ASYNC_CALL_MAX)
 		return NULL;
-	return &x__table[call];
+	return &async__table[call];
 }
 
-static long x__ret(long r)
+static long async__ret(long r)
 {
 	return r < 0 ? -errno : r;
 }
 
-long x__exec_plain(long call, const unsigned long *a)
+long async__exec_plain(long call, const unsigned long *a)
 {
 	switch (call) {
 	case ASYNC_NOP:
 		return 0;
 	case ASYNC_OPENAT2:
-		return x__ret(syscall(SYS_openat2, (int)a[0], (const char *)a[1],
+		return async__ret(syscall(SYS_openat2, (int)a[0], (const char *)a[1],
 		                      (void *)a[2], (size_t)a[3]));
 	case ASYNC_STATX:
-		return x__ret(syscall(SYS_statx, (int)a[0], (const char *)a[1],
+		return async__ret(syscall(SYS_statx, (int)a[0], (const char *)a[1],
 		                      (int)a[2], (unsigned)a[3], (void *)a[4]));
 	case ASYNC_CLOSE:
-		return x__ret(close((int)a[0]));
+		return async__ret(close((int)a[0]));
 	case ASYNC_READ:
-		return x__ret(read((int)a[0], (void *)a[1], (size_t)a[2]));
+		return async__ret(read((int)a[0], (void *)a[1], (size_t)a[2]));
 	case ASYNC_PREAD:
-		return x__ret(pread((int)a[0], (void *)a[1], (size_t)a[2],
+		return async__ret(pread((int)a[0], (void *)a[1], (size_t)a[2],
 		                    (off_t)a[3]));
 	case ASYNC_WRITE:
-		return x__ret(write((int)a[0], (const void *)a[1], (size_t)a[2]));
+		return async__ret(write((int)a[0], (const void *)a[1], (size_t)a[2]));
 	case ASYNC_PWRITE:
-		return x__ret(pwrite((int)a[0], (const void *)a[1], (size_t)a[2],
+		return async__ret(pwrite((int)a[0], (const void *)a[1], (size_t)a[2],
 		                     (off_t)a[3]));
 	case ASYNC_GETDENTS64:
-		return x__ret(syscall(SYS_getdents64, (int)a[0], (void *)a[1],
+		return async__ret(syscall(SYS_getdents64, (int)a[0], (void *)a[1],
 		                      (size_t)a[2]));
 	case ASYNC_READLINKAT:
-		return x__ret(readlinkat((int)a[0], (const char *)a[1],
+		return async__ret(readlinkat((int)a[0], (const char *)a[1],
 		                         (char *)a[2], (size_t)a[3]));
 	case ASYNC_FSYNC:
-		return x__ret(a[1] ? fdatasync((int)a[0]) : fsync((int)a[0]));
+		return async__ret(a[1] ? fdatasync((int)a[0]) : fsync((int)a[0]));
 	case ASYNC_FADVISE:
 		/* posix_fadvise returns the error number instead of setting errno */
 		return -(long)posix_fadvise((int)a[0], (off_t)a[1], (off_t)a[2],
 		                            (int)a[3]);
 	case ASYNC_CALL:
 		return ((long (*)(void *))a[0])((void *)a[1]);
-	case X__CALL_DIR_AHEAD:
-		return x__ahead_read((int)a[0]);
+	case ASYNC__CALL_DIR_AHEAD:
+		return async__ahead_read((int)a[0]);
 	default:
 		return -ENOSYS;
 	}
@@ -97,34 +97,34 @@ long x__exec_plain(long call, const unsigned long *a)
 
 /* Calls that check permissions by path; the rest act on an open fd
  * (or are the engine's own) and run as they are. */
-static bool x__cred_matters(long call)
+static bool async__cred_matters(long call)
 {
 	return call == ASYNC_OPENAT2 || call == ASYNC_STATX ||
 	       call == ASYNC_READLINKAT || call == ASYNC_CALL;
 }
 
-long x__exec_as(const struct x__cred *c, long call, const unsigned long *args)
+long async__exec_as(const struct async__cred *c, long call, const unsigned long *args)
 {
-	if (!c || !x__cred_matters(call))
-		return x__exec_plain(call, args);
-	struct x__cred_saved s;
-	int rc = x__cred_push(c, &s);
+	if (!c || !async__cred_matters(call))
+		return async__exec_plain(call, args);
+	struct async__cred_saved s;
+	int rc = async__cred_push(c, &s);
 	if (rc < 0)
 		return rc;
-	long r = x__exec_plain(call, args);
+	long r = async__exec_plain(call, args);
 	if (rc)
-		x__cred_pop(&s);
+		async__cred_pop(&s);
 	return r;
 }
 
-long x__exec(long call, const unsigned long *a)
+long async__exec(long call, const unsigned long *a)
 {
-	return x__exec_as(x__cred_current(), call, a);
+	return async__exec_as(async__cred_current(), call, a);
 }
 
-long x__exec_op(const struct x__op *op)
+long async__exec_op(const struct async__op *op)
 {
-	return x__exec_as(op->cred, op->call, op->args);
+	return async__exec_as(op->cred, op->call, op->args);
 }
 
 /* openat2 with RESOLVE_CACHED: the kernel walks the path from the
@@ -132,7 +132,7 @@ long x__exec_op(const struct x__op *op)
  * exactly the plain syscall and never leaves the submitting thread. It
  * always says -EAGAIN for O_CREAT/O_TRUNC/O_TMPFILE (fs/open.c,
  * build_open_flags), so those skip the attempt. */
-static bool x__try_open_cached(const unsigned long *a, long *res)
+static bool async__try_open_cached(const unsigned long *a, long *res)
 {
 	const struct open_how *how = (const struct open_how *)a[2];
 	struct open_how h;
@@ -141,13 +141,13 @@ static bool x__try_open_cached(const unsigned long *a, long *res)
 		return false;
 	memcpy(&h, how, sizeof(h));
 	if (h.resolve & RESOLVE_CACHED) {
-		*res = x__exec(ASYNC_OPENAT2, a);
+		*res = async__exec(ASYNC_OPENAT2, a);
 		return true;
 	}
 	if (h.flags & (O_CREAT | O_TRUNC | __O_TMPFILE))
 		return false;
 	h.resolve |= RESOLVE_CACHED;
-	long r = x__ret(syscall(SYS_openat2, (int)a[0], (const char *)a[1],
+	long r = async__ret(syscall(SYS_openat2, (int)a[0], (const char *)a[1],
 	                        &h, sizeof(h)));
 	if (r == -EAGAIN)
 		return false;
@@ -157,12 +157,12 @@ static bool x__try_open_cached(const unsigned long *a, long *res)
 
 /* RWF_NOWAIT: served from the page cache or -EAGAIN, never blocks on
  * I/O; -EOPNOTSUPP where the file system cannot promise that. */
-static bool x__try_read_nowait(const unsigned long *a, bool positional,
+static bool async__try_read_nowait(const unsigned long *a, bool positional,
                                long *res)
 {
 	struct iovec iov = { (void *)a[1], (size_t)a[2] };
 	off_t off = positional ? (off_t)a[3] : -1;
-	long r = x__ret(preadv2((int)a[0], &iov, 1, off, RWF_NOWAIT));
+	long r = async__ret(preadv2((int)a[0], &iov, 1, off, RWF_NOWAIT));
 
 	if (r == -EAGAIN || r == -EOPNOTSUPP)
 		return false;
@@ -170,15 +170,15 @@ static bool x__try_read_nowait(const unsigned long *a, bool positional,
 	return true;
 }
 
-bool x__try_inline(long call, const unsigned long *a, long *res)
+bool async__try_inline(long call, const unsigned long *a, long *res)
 {
 	switch (call) {
 	case ASYNC_OPENAT2:
 		/* Another user's open goes to a backend that runs it as that
 		 * user, rather than switching this thread's ids for a try. */
-		if (x__cred_current() && !x__cred_switched())
+		if (async__cred_current() && !async__cred_switched())
 			return false;
-		return x__try_open_cached(a, res);
+		return async__try_open_cached(a, res);
 	case ASYNC_STATX: {
 		/* statx of an open fd: no path walk, and the open already
 		 * revalidated the attributes on network file systems
@@ -187,7 +187,7 @@ bool x__try_inline(long call, const unsigned long *a, long *res)
 		int fl = (int)a[2];
 		if ((fl & AT_EMPTY_PATH) && (p == NULL || p[0] == '\0') &&
 		    (fl & AT_STATX_SYNC_TYPE) != AT_STATX_FORCE_SYNC) {
-			*res = x__exec(call, a);
+			*res = async__exec(call, a);
 			return true;
 		}
 		return false;
@@ -196,12 +196,12 @@ bool x__try_inline(long call, const unsigned long *a, long *res)
 		/* close only blocks in ->flush with dirty data on network
 		 * file systems; through the ring it would cost a round trip
 		 * and a park for nothing in the common case. */
-		*res = x__exec(call, a);
+		*res = async__exec(call, a);
 		return true;
 	case ASYNC_READ:
-		return x__try_read_nowait(a, false, res);
+		return async__try_read_nowait(a, false, res);
 	case ASYNC_PREAD:
-		return x__try_read_nowait(a, true, res);
+		return async__try_read_nowait(a, true, res);
 	default:
 		return false;
 	}

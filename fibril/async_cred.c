@@ -26,20 +26,20 @@
 
 #include "fibril/async_cred.h"
 
-static _Atomic uint64_t x__cred_ids;
-static __thread struct x__cred *x__cur_cred;
+static _Atomic uint64_t async__cred_ids;
+static __thread struct async__cred *async__cur_cred;
 /* The set this thread runs as, while switched. */
-static __thread const struct x__cred *x__in_cred;
+static __thread const struct async__cred *async__in_cred;
 
-struct x__cred *x__cred_new(uid_t uid, gid_t gid, size_t ngroups,
+struct async__cred *async__cred_new(uid_t uid, gid_t gid, size_t ngroups,
 			    const gid_t *groups)
 {
-	struct x__cred *c = malloc(sizeof(*c) + ngroups * sizeof(gid_t));
+	struct async__cred *c = malloc(sizeof(*c) + ngroups * sizeof(gid_t));
 
 	if (!c)
 		return NULL;
 	c->refs = 1;
-	c->id = atomic_fetch_add(&x__cred_ids, 1) + 1;
+	c->id = atomic_fetch_add(&async__cred_ids, 1) + 1;
 	c->uid = uid;
 	c->gid = gid;
 	c->ngroups = ngroups;
@@ -48,25 +48,25 @@ struct x__cred *x__cred_new(uid_t uid, gid_t gid, size_t ngroups,
 	return c;
 }
 
-struct x__cred *x__cred_hold(struct x__cred *c)
+struct async__cred *async__cred_hold(struct async__cred *c)
 {
 	if (c)
 		__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 	return c;
 }
 
-void x__cred_drop(struct x__cred *c)
+void async__cred_drop(struct async__cred *c)
 {
 	if (c && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		free(c);
 }
 
-static long x__raw_setgroups(size_t n, const gid_t *g)
+static long async__raw_setgroups(size_t n, const gid_t *g)
 {
 	return syscall(SYS_setgroups, n, g);
 }
 
-int x__cred_enter(const struct x__cred *c, struct x__cred_saved *s)
+int async__cred_enter(const struct async__cred *c, struct async__cred_saved *s)
 {
 	s->euid = geteuid();
 	s->egid = getegid();
@@ -84,7 +84,7 @@ int x__cred_enter(const struct x__cred *c, struct x__cred_saved *s)
 		return rc ? rc : -ENOMEM;
 	}
 	int rc = 0;
-	if (x__raw_setgroups(c->ngroups, c->groups) < 0)
+	if (async__raw_setgroups(c->ngroups, c->groups) < 0)
 		rc = -errno;
 	else if (syscall(SYS_setresgid, -1, c->gid, -1) < 0)
 		rc = -errno;
@@ -93,57 +93,57 @@ int x__cred_enter(const struct x__cred *c, struct x__cred_saved *s)
 	if (rc < 0) {
 		/* Still our own uid: setting back what we had cannot fail. */
 		(void)syscall(SYS_setresgid, -1, s->egid, -1);
-		(void)x__raw_setgroups((size_t)s->ngroups, s->groups);
+		(void)async__raw_setgroups((size_t)s->ngroups, s->groups);
 		if (s->groups != s->buf)
 			free(s->groups);
 	}
 	return rc;
 }
 
-void x__cred_leave(struct x__cred_saved *s)
+void async__cred_leave(struct async__cred_saved *s)
 {
 	/* The uid first: it brings back the capabilities the rest needs. */
 	if (syscall(SYS_setresuid, -1, s->euid, -1) < 0 ||
 	    syscall(SYS_setresgid, -1, s->egid, -1) < 0 ||
-	    x__raw_setgroups((size_t)s->ngroups, s->groups) < 0)
+	    async__raw_setgroups((size_t)s->ngroups, s->groups) < 0)
 		abort();
 	if (s->groups != s->buf)
 		free(s->groups);
 }
 
-struct x__cred *x__cred_use(struct x__cred *c)
+struct async__cred *async__cred_use(struct async__cred *c)
 {
-	struct x__cred *old = x__cur_cred;
-	x__cur_cred = c;
+	struct async__cred *old = async__cur_cred;
+	async__cur_cred = c;
 	return old;
 }
 
-struct x__cred *x__cred_current(void)
+struct async__cred *async__cred_current(void)
 {
-	return x__cur_cred;
+	return async__cur_cred;
 }
 
-int x__cred_switched(void)
+int async__cred_switched(void)
 {
-	return x__in_cred != NULL;
+	return async__in_cred != NULL;
 }
 
-int x__cred_push(const struct x__cred *c, struct x__cred_saved *s)
+int async__cred_push(const struct async__cred *c, struct async__cred_saved *s)
 {
-	if (x__in_cred) {
+	if (async__in_cred) {
 		/* Already someone (a function run as a user submitted a
 		 * call): the same user goes on, another may not. */
-		return x__in_cred->id == c->id ? 0 : -EPERM;
+		return async__in_cred->id == c->id ? 0 : -EPERM;
 	}
-	int rc = x__cred_enter(c, s);
+	int rc = async__cred_enter(c, s);
 	if (rc < 0)
 		return rc;
-	x__in_cred = c;
+	async__in_cred = c;
 	return 1;
 }
 
-void x__cred_pop(struct x__cred_saved *s)
+void async__cred_pop(struct async__cred_saved *s)
 {
-	x__in_cred = NULL;
-	x__cred_leave(s);
+	async__in_cred = NULL;
+	async__cred_leave(s);
 }

@@ -1,6 +1,6 @@
 /*
  * Private to fibril/: per-call credentials. A call submitted while a
- * credential set is in use (x__cred_use) runs as that user: on the ring
+ * credential set is in use (async__cred_use) runs as that user: on the ring
  * with the engine's personality for it, on a pool thread or on the
  * caller's thread with that thread's own ids switched around it.
  */
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct x__cred {
+struct async__cred {
 	unsigned refs;            /* atomic: shared by threads */
 	uint64_t id;              /* unique for the process's lifetime */
 	uid_t uid;
@@ -20,8 +20,8 @@ struct x__cred {
 	gid_t groups[];
 };
 
-/* What x__cred_enter() replaced. Small group lists stay in buf. */
-struct x__cred_saved {
+/* What async__cred_enter() replaced. Small group lists stay in buf. */
+struct async__cred_saved {
 	uid_t euid;
 	gid_t egid;
 	int ngroups;
@@ -29,31 +29,31 @@ struct x__cred_saved {
 	gid_t buf[32];
 };
 
-struct x__cred *x__cred_new(uid_t uid, gid_t gid, size_t ngroups,
+struct async__cred *async__cred_new(uid_t uid, gid_t gid, size_t ngroups,
 			    const gid_t *groups);
-struct x__cred *x__cred_hold(struct x__cred *c);  /* NULL allowed */
-void x__cred_drop(struct x__cred *c);              /* NULL allowed */
+struct async__cred *async__cred_hold(struct async__cred *c);  /* NULL allowed */
+void async__cred_drop(struct async__cred *c);              /* NULL allowed */
 
 /* Switches the calling thread (only it) to @c. 0, or -errno with the
  * thread unchanged (-EPERM without CAP_SETUID/CAP_SETGID). */
-int x__cred_enter(const struct x__cred *c, struct x__cred_saved *s);
+int async__cred_enter(const struct async__cred *c, struct async__cred_saved *s);
 /* Back to what enter saved. Aborts if the thread cannot get its own
  * ids back: it must never go on serving as someone else. */
-void x__cred_leave(struct x__cred_saved *s);
+void async__cred_leave(struct async__cred_saved *s);
 
-/* x__cred_enter() for a call, unless this thread already runs as @c
+/* async__cred_enter() for a call, unless this thread already runs as @c
  * (a function run as a user made a call of its own): 1 switched (undo
- * with x__cred_pop), 0 already that user, -EPERM already another one,
+ * with async__cred_pop), 0 already that user, -EPERM already another one,
  * or enter's error. */
-int x__cred_push(const struct x__cred *c, struct x__cred_saved *s);
-void x__cred_pop(struct x__cred_saved *s);
+int async__cred_push(const struct async__cred *c, struct async__cred_saved *s);
+void async__cred_pop(struct async__cred_saved *s);
 
 /* The credentials later submissions on this thread carry (NULL: the
  * thread's own). Returns the previous setting. */
-struct x__cred *x__cred_use(struct x__cred *c);
-struct x__cred *x__cred_current(void);
-/* True while this thread runs switched (x__cred_push). */
-int x__cred_switched(void);
+struct async__cred *async__cred_use(struct async__cred *c);
+struct async__cred *async__cred_current(void);
+/* True while this thread runs switched (async__cred_push). */
+int async__cred_switched(void);
 
 /* The one dispatcher from a call number (ASYNC_*) to its plain system
  * call (async_calls.c): runs @call with @args on the calling thread, as
@@ -61,6 +61,6 @@ int x__cred_switched(void);
  * permissions by path. Pool threads, the engine's synchronous paths and
  * the lookup engine on a thread without an engine all run calls here.
  * Returns the call's result or -errno. */
-long x__exec_as(const struct x__cred *c, long call, const unsigned long *args);
+long async__exec_as(const struct async__cred *c, long call, const unsigned long *args);
 
 #endif

@@ -17,14 +17,14 @@
 
 /* Bounds the time one wake-up spends on completions; what is left
  * makes async_engine_timeout_ms() 0 and we come straight back. */
-#define X__EV_BUDGET 1024
+#define ASYNC__EV_BUDGET 1024
 
-struct x__evhost {
+struct async__evhost {
 	async_engine_t *e;
 	struct event *rd, *tm, *kick;
 };
 
-static void x__ev_rearm(struct x__evhost *h)
+static void async__ev_rearm(struct async__evhost *h)
 {
 	int a = async_engine_timeout_ms(h->e);
 	int b = fibril_sched_timeout_ms();
@@ -40,32 +40,32 @@ static void x__ev_rearm(struct x__evhost *h)
 	}
 }
 
-static void x__ev_cb(evutil_socket_t fd, short what, void *arg)
+static void async__ev_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct x__evhost *h = arg;
+	struct async__evhost *h = arg;
 
 	(void)fd;
 	(void)what;
-	async_engine_process(h->e, X__EV_BUDGET);
+	async_engine_process(h->e, ASYNC__EV_BUDGET);
 	/* Kicks from the fibrils we run now are redundant: we flush their
 	 * submissions below and the re-arm sees whatever else is left. */
 	h->e->kicked = true;
 	fibril_sched_run();
-	x__flush(h->e);
+	async__flush(h->e);
 	h->e->kicked = false;
-	x__ev_rearm(h);
+	async__ev_rearm(h);
 }
 
-static void x__ev_kick(void *arg)
+static void async__ev_kick(void *arg)
 {
-	struct x__evhost *h = arg;
+	struct async__evhost *h = arg;
 
 	event_active(h->kick, EV_TIMEOUT, 0);
 }
 
 FIBRIL_API int async_event_attach(async_engine_t *e, struct event_base *base)
 {
-	struct x__evhost *h;
+	struct async__evhost *h;
 
 	if (!e || !base)
 		return -EINVAL;
@@ -75,9 +75,9 @@ FIBRIL_API int async_event_attach(async_engine_t *e, struct event_base *base)
 	if (!h)
 		return -ENOMEM;
 	h->e = e;
-	h->rd = event_new(base, e->efd, EV_READ | EV_PERSIST, x__ev_cb, h);
-	h->tm = evtimer_new(base, x__ev_cb, h);
-	h->kick = event_new(base, -1, 0, x__ev_cb, h);
+	h->rd = event_new(base, e->efd, EV_READ | EV_PERSIST, async__ev_cb, h);
+	h->tm = evtimer_new(base, async__ev_cb, h);
+	h->kick = event_new(base, -1, 0, async__ev_cb, h);
 	if (!h->rd || !h->tm || !h->kick || event_add(h->rd, NULL) < 0) {
 		if (h->rd)
 			event_free(h->rd);
@@ -90,7 +90,7 @@ FIBRIL_API int async_event_attach(async_engine_t *e, struct event_base *base)
 	}
 	e->evhost = h;
 	e->host_detach = async_event_detach;
-	async_engine_set_kick(e, x__ev_kick, h);
+	async_engine_set_kick(e, async__ev_kick, h);
 	/* Work queued before attaching must not wait for the fd. */
 	event_active(h->kick, EV_TIMEOUT, 0);
 	return 0;
@@ -104,7 +104,7 @@ FIBRIL_API void async_event_kick(async_engine_t *e)
 
 FIBRIL_API void async_event_detach(async_engine_t *e)
 {
-	struct x__evhost *h = e ? e->evhost : NULL;
+	struct async__evhost *h = e ? e->evhost : NULL;
 
 	if (!h)
 		return;

@@ -14,7 +14,7 @@
  * go to a done list; the foreground pool writes the engine's eventfd
  * only on the transition empty -> non-empty, so a burst of completions
  * costs one wake-up; the background pool batches further (below). The
- * engine's thread moves them to *result in x__pool_reap().
+ * engine's thread moves them to *result in async__pool_reap().
  */
 #include "first.h"
 
@@ -29,17 +29,17 @@
 
 #include "fibril/async_int.h"
 
-enum { X__QUEUED = 1, X__RUNNING = 2, X__FINISHED = 3 };
+enum { ASYNC__QUEUED = 1, ASYNC__RUNNING = 2, ASYNC__FINISHED = 3 };
 
-struct x__pool {
+struct async__pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct x__op *qhead, *qtail;  /* waiting for a thread */
-	struct x__op *dhead, *dtail;  /* finished, not yet reaped */
+	struct async__op *qhead, *qtail;  /* waiting for a thread */
+	struct async__op *dhead, *dtail;  /* finished, not yet reaped */
 	/* Submitted but not yet handed over: the engine's thread only.
 	 * Handing over a batch costs one lock round instead of one per
 	 * call (cached stats contend badly on the queue lock otherwise). */
-	struct x__op *lhead, *ltail;
+	struct async__op *lhead, *ltail;
 	unsigned lcount;
 	atomic_uint ndone;
 	/* A woken thread only stops counting as idle once it runs, so
@@ -56,9 +56,9 @@ struct x__pool {
 	pthread_t *threads;
 };
 
-static void *x__pool_main(void *arg)
+static void *async__pool_main(void *arg)
 {
-	struct x__pool *p = arg;
+	struct async__pool *p = arg;
 
 	/* Cannot fail for SCHED_IDLE short of a seccomp filter; the calls
 	 * then simply run at normal priority. */
@@ -74,21 +74,21 @@ static void *x__pool_main(void *arg)
 		}
 		if (!p->qhead)
 			break;
-		struct x__op *op = p->qhead;
+		struct async__op *op = p->qhead;
 		p->qhead = op->next;
 		if (!p->qhead)
 			p->qtail = NULL;
-		op->pool_state = X__RUNNING;
+		op->pool_state = ASYNC__RUNNING;
 		p->qlen--;
 		p->busy++;
 		pthread_mutex_unlock(&p->mu);
 
-		long res = x__exec_op(op);
+		long res = async__exec_op(op);
 
 		pthread_mutex_lock(&p->mu);
 		p->busy--;
 		op->res = res;
-		op->pool_state = X__FINISHED;
+		op->pool_state = ASYNC__FINISHED;
 		op->next = NULL;
 		if (p->dtail)
 			p->dtail->next = op;
@@ -100,7 +100,7 @@ static void *x__pool_main(void *arg)
 		/* Background completions wake the engine's thread in
 		 * batches: once an eighth of what is outstanding is done, or
 		 * when nothing else is left to run; while any is outstanding
-		 * the host loop looks every X__BG_HOLD_MS anyway
+		 * the host loop looks every ASYNC__BG_HOLD_MS anyway
 		 * (async_engine_timeout_ms()). A slow listing's
 		 * 2,000 stats then cost it tens of wake-ups, not hundreds,
 		 * each of which could preempt a thread serving requests. An
@@ -132,16 +132,16 @@ static void *x__pool_main(void *arg)
 }
 
 /* Every pool op completes here (engine's thread). */
-static void pool_complete(async_engine_t *e, struct x__pool *p,
-			  struct x__op *op, long res)
+static void pool_complete(async_engine_t *e, struct async__pool *p,
+			  struct async__op *op, long res)
 {
 	p->outstanding--;
-	x__complete(e, op, res);
+	async__complete(e, op, res);
 }
 
-static struct x__pool *pool_new(int efd, unsigned max, bool background)
+static struct async__pool *pool_new(int efd, unsigned max, bool background)
 {
-	struct x__pool *p = calloc(1, sizeof(*p));
+	struct async__pool *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
@@ -158,7 +158,7 @@ static struct x__pool *pool_new(int efd, unsigned max, bool background)
 	return p;
 }
 
-int x__pool_create(async_engine_t *e, unsigned nthreads, unsigned bg_threads)
+int async__pool_create(async_engine_t *e, unsigned nthreads, unsigned bg_threads)
 {
 	e->pool = pool_new(e->efd, nthreads ? nthreads : 16, false);
 	e->bg_max = bg_threads ? bg_threads : 64;
@@ -167,7 +167,7 @@ int x__pool_create(async_engine_t *e, unsigned nthreads, unsigned bg_threads)
 
 /* Signals stay with the application's threads; a small stack is
  * enough for one system call. */
-static int x__pool_spawn(struct x__pool *p, pthread_t *t)
+static int async__pool_spawn(struct async__pool *p, pthread_t *t)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -177,19 +177,19 @@ static int x__pool_spawn(struct x__pool *p, pthread_t *t)
 	pthread_attr_setstacksize(&attr, 128 * 1024);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(t, &attr, x__pool_main, p);
+	rc = pthread_create(t, &attr, async__pool_main, p);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return -rc;
 }
 
-#define X__POOL_BATCH 32
+#define ASYNC__POOL_BATCH 32
 
-static void pool_flush(async_engine_t *e, struct x__pool *p);
+static void pool_flush(async_engine_t *e, struct async__pool *p);
 
-int x__pool_submit(async_engine_t *e, struct x__op *op, bool background)
+int async__pool_submit(async_engine_t *e, struct async__op *op, bool background)
 {
-	struct x__pool *p = e->pool;
+	struct async__pool *p = e->pool;
 
 	/* Without a background pool (out of memory) the call still runs,
 	 * in the foreground. */
@@ -197,25 +197,25 @@ int x__pool_submit(async_engine_t *e, struct x__op *op, bool background)
 		e->bgpool = pool_new(e->efd, e->bg_max, true);
 	if (background && e->bgpool)
 		p = e->bgpool;
-	op->where = p == e->pool ? X__IN_POOL : X__IN_BGPOOL;
+	op->where = p == e->pool ? ASYNC__IN_POOL : ASYNC__IN_BGPOOL;
 	p->outstanding++;
-	op->pool_state = X__QUEUED;
+	op->pool_state = ASYNC__QUEUED;
 	op->next = NULL;
 	if (p->ltail)
 		p->ltail->next = op;
 	else
 		p->lhead = op;
 	p->ltail = op;
-	if (++p->lcount >= X__POOL_BATCH)
+	if (++p->lcount >= ASYNC__POOL_BATCH)
 		pool_flush(e, p);
 	else if (p->lcount == 1)
-		x__kick(e);
+		async__kick(e);
 	return 0;
 }
 
-static void pool_flush(async_engine_t *e, struct x__pool *p)
+static void pool_flush(async_engine_t *e, struct async__pool *p)
 {
-	struct x__op *list = p ? p->lhead : NULL;
+	struct async__op *list = p ? p->lhead : NULL;
 	unsigned n, spawn = 0, first, free_threads;
 
 	if (!list)
@@ -243,7 +243,7 @@ static void pool_flush(async_engine_t *e, struct x__pool *p)
 	p->lcount = 0;
 
 	for (unsigned i = 0; i < spawn; i++) {
-		if (x__pool_spawn(p, &p->threads[first + i]) == 0)
+		if (async__pool_spawn(p, &p->threads[first + i]) == 0)
 			continue;
 		pthread_mutex_lock(&p->mu);
 		p->nthreads = first + i;
@@ -256,24 +256,24 @@ static void pool_flush(async_engine_t *e, struct x__pool *p)
 		}
 		pthread_mutex_unlock(&p->mu);
 		while (list) {
-			struct x__op *op = list;
+			struct async__op *op = list;
 			list = op->next;
 			op->next = NULL;
-			pool_complete(e, p, op, x__exec_op(op));
+			pool_complete(e, p, op, async__exec_op(op));
 		}
 		break;
 	}
 }
 
-void x__pool_flush(async_engine_t *e)
+void async__pool_flush(async_engine_t *e)
 {
 	pool_flush(e, e->pool);
 	pool_flush(e, e->bgpool);
 }
 
-static int pool_reap(async_engine_t *e, struct x__pool *p, unsigned budget)
+static int pool_reap(async_engine_t *e, struct async__pool *p, unsigned budget)
 {
-	struct x__op *list, *rest = NULL;
+	struct async__op *list, *rest = NULL;
 	int n = 0;
 
 	if (!p || atomic_load_explicit(&p->ndone, memory_order_relaxed) == 0)
@@ -281,7 +281,7 @@ static int pool_reap(async_engine_t *e, struct x__pool *p, unsigned budget)
 	pthread_mutex_lock(&p->mu);
 	list = p->dhead;
 	if (budget) {
-		struct x__op *last = NULL, *it = list;
+		struct async__op *last = NULL, *it = list;
 		for (unsigned i = 0; it && i < budget; i++) {
 			last = it;
 			it = it->next;
@@ -299,7 +299,7 @@ static int pool_reap(async_engine_t *e, struct x__pool *p, unsigned budget)
 	pthread_mutex_unlock(&p->mu);
 
 	while (list) {
-		struct x__op *op = list;
+		struct async__op *op = list;
 		list = op->next;
 		op->next = NULL;
 		atomic_fetch_sub_explicit(&p->ndone, 1, memory_order_relaxed);
@@ -309,7 +309,7 @@ static int pool_reap(async_engine_t *e, struct x__pool *p, unsigned budget)
 	return n;
 }
 
-int x__pool_reap(async_engine_t *e, unsigned budget)
+int async__pool_reap(async_engine_t *e, unsigned budget)
 {
 	int n = pool_reap(e, e->pool, budget);
 	if (!budget || (unsigned)n < budget)
@@ -317,13 +317,13 @@ int x__pool_reap(async_engine_t *e, unsigned budget)
 	return n;
 }
 
-int x__pool_cancel(async_engine_t *e, struct x__op *op)
+int async__pool_cancel(async_engine_t *e, struct async__op *op)
 {
-	struct x__pool *p = op->where == X__IN_BGPOOL ? e->bgpool : e->pool;
-	struct x__op **pp;
+	struct async__pool *p = op->where == ASYNC__IN_BGPOOL ? e->bgpool : e->pool;
+	struct async__op **pp;
 	int rc = -EBUSY;
 
-	struct x__op *lprev = NULL;
+	struct async__op *lprev = NULL;
 	for (pp = &p->lhead; *pp; lprev = *pp, pp = &(*pp)->next) {
 		if (*pp != op)
 			continue;
@@ -336,8 +336,8 @@ int x__pool_cancel(async_engine_t *e, struct x__op *op)
 		return 0;
 	}
 	pthread_mutex_lock(&p->mu);
-	if (op->pool_state == X__QUEUED) {
-		struct x__op *prev = NULL;
+	if (op->pool_state == ASYNC__QUEUED) {
+		struct async__op *prev = NULL;
 		for (pp = &p->qhead; *pp; prev = *pp, pp = &(*pp)->next) {
 			if (*pp != op)
 				continue;
@@ -358,7 +358,7 @@ int x__pool_cancel(async_engine_t *e, struct x__op *op)
 
 /* Unsignalled background completions do not count: the host loop would
  * spin on them instead of sleeping until the batch is signalled. */
-static bool pool_busy(struct x__pool *p)
+static bool pool_busy(struct async__pool *p)
 {
 	return p && (p->lhead ||
 	       (atomic_load_explicit(&p->ndone, memory_order_relaxed) > 0 &&
@@ -366,7 +366,7 @@ static bool pool_busy(struct x__pool *p)
 		 atomic_load_explicit(&p->signalled, memory_order_relaxed))));
 }
 
-bool x__pool_busy(async_engine_t *e)
+bool async__pool_busy(async_engine_t *e)
 {
 	return pool_busy(e->pool) || pool_busy(e->bgpool);
 }
@@ -374,19 +374,19 @@ bool x__pool_busy(async_engine_t *e)
 /* Every 5 ms while any background call is outstanding, even one that
  * never returns (a hard NFS mount whose server is gone): the price of
  * batching without a timer on the pool's side. */
-bool x__pool_held(async_engine_t *e)
+bool async__pool_held(async_engine_t *e)
 {
 	return e->bgpool && e->bgpool->outstanding > 0;
 }
 
-static void pool_destroy(async_engine_t *e, struct x__pool *p)
+static void pool_destroy(async_engine_t *e, struct async__pool *p)
 {
-	struct x__op *q;
+	struct async__op *q;
 
 	if (!p)
 		return;
 	while (p->lhead) {
-		struct x__op *op = p->lhead;
+		struct async__op *op = p->lhead;
 		p->lhead = op->next;
 		op->next = NULL;
 		pool_complete(e, p, op, -ECANCELED);
@@ -401,7 +401,7 @@ static void pool_destroy(async_engine_t *e, struct x__pool *p)
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	while (q) {
-		struct x__op *op = q;
+		struct async__op *op = q;
 		q = op->next;
 		op->next = NULL;
 		pool_complete(e, p, op, -ECANCELED);
@@ -417,7 +417,7 @@ static void pool_destroy(async_engine_t *e, struct x__pool *p)
 	free(p);
 }
 
-void x__pool_destroy(async_engine_t *e)
+void async__pool_destroy(async_engine_t *e)
 {
 	pool_destroy(e, e->bgpool);
 	e->bgpool = NULL;

@@ -21,9 +21,9 @@
 
 /* Credential sets a ring keeps a personality for at once: a server's
  * active users. One more costs a register (and an unregister) call. */
-#define X__PERS_MAX 64
+#define ASYNC__PERS_MAX 64
 
-struct x__uring {
+struct async__uring {
 	struct io_uring ring;
 	unsigned setup_flags;
 	unsigned queued;  /* SQEs prepared but not yet submitted */
@@ -33,11 +33,11 @@ struct x__uring {
 	bool ok[ASYNC_CALL_MAX];
 	/* Personalities registered for credential sets (async_cred.c),
 	 * most recent first; the oldest goes when full. */
-	struct { uint64_t id; int pers; } pers[X__PERS_MAX];
+	struct { uint64_t id; int pers; } pers[ASYNC__PERS_MAX];
 	unsigned npers;
 };
 
-static const int x__opcode[ASYNC_CALL_MAX] = {
+static const int async__opcode[ASYNC_CALL_MAX] = {
 	[ASYNC_NOP] = IORING_OP_NOP,
 	[ASYNC_OPENAT2] = IORING_OP_OPENAT2,
 	[ASYNC_STATX] = IORING_OP_STATX,
@@ -56,7 +56,7 @@ static const int x__opcode[ASYNC_CALL_MAX] = {
 /* Best first. DEFER_TASKRUN keeps completion work on our own thread at
  * a time we choose; COOP_TASKRUN avoids IPIs; TASKRUN_FLAG lets us see
  * in memory whether entering the kernel would post completions. */
-static const unsigned x__setups[] = {
+static const unsigned async__setups[] = {
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
 		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
 	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
@@ -66,7 +66,7 @@ static const unsigned x__setups[] = {
 	0,
 };
 
-static unsigned x__pow2(unsigned v)
+static unsigned async__pow2(unsigned v)
 {
 	unsigned p = 1;
 	while (p < v && p < (1u << 30))
@@ -74,9 +74,9 @@ static unsigned x__pow2(unsigned v)
 	return p;
 }
 
-int x__uring_create(async_engine_t *e, const struct async_engine_opts *o)
+int async__uring_create(async_engine_t *e, const struct async_engine_opts *o)
 {
-	struct x__uring *r = calloc(1, sizeof(*r));
+	struct async__uring *r = calloc(1, sizeof(*r));
 	unsigned entries = o && o->ring_entries ? o->ring_entries : 256;
 	unsigned cq;
 	int rc = -EINVAL;
@@ -85,17 +85,17 @@ int x__uring_create(async_engine_t *e, const struct async_engine_opts *o)
 		return -ENOMEM;
 	/* Every op in flight must fit in the CQ, or completions go to the
 	 * kernel's overflow list (slow) and submits start to fail. */
-	cq = x__pow2(e->max_inflight + entries);
+	cq = async__pow2(e->max_inflight + entries);
 	if (cq < 2 * entries)
 		cq = 2 * entries;
-	for (size_t i = 0; i < sizeof(x__setups) / sizeof(x__setups[0]); i++) {
+	for (size_t i = 0; i < sizeof(async__setups) / sizeof(async__setups[0]); i++) {
 		struct io_uring_params p;
 		memset(&p, 0, sizeof(p));
-		p.flags = x__setups[i] | IORING_SETUP_CQSIZE;
+		p.flags = async__setups[i] | IORING_SETUP_CQSIZE;
 		p.cq_entries = cq;
 		rc = io_uring_queue_init_params(entries, &r->ring, &p);
 		if (rc == 0) {
-			r->setup_flags = x__setups[i];
+			r->setup_flags = async__setups[i];
 			break;
 		}
 		if (rc != -EINVAL)
@@ -110,8 +110,8 @@ int x__uring_create(async_engine_t *e, const struct async_engine_opts *o)
 
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&r->ring);
 	for (int c = 0; c < ASYNC_CALL_MAX; c++)
-		r->ok[c] = probe && x__opcode[c] >= 0 &&
-		           io_uring_opcode_supported(probe, x__opcode[c]);
+		r->ok[c] = probe && async__opcode[c] >= 0 &&
+		           io_uring_opcode_supported(probe, async__opcode[c]);
 	if (probe)
 		io_uring_free_probe(probe);
 
@@ -128,7 +128,7 @@ int x__uring_create(async_engine_t *e, const struct async_engine_opts *o)
 		unsigned vals[2] = { o->iowq_bounded, o->iowq_unbounded };
 		int w = io_uring_register_iowq_max_workers(&r->ring, vals);
 		if (w < 0)
-			x__log(e, LOG_WARNING,
+			async__log(e, LOG_WARNING,
 			       "io_uring_register_iowq_max_workers: %s",
 			       strerror(-w));
 	}
@@ -137,7 +137,7 @@ int x__uring_create(async_engine_t *e, const struct async_engine_opts *o)
 	e->ring = r;
 	for (int c = 0; c < ASYNC_CALL_MAX; c++)
 		e->route_ring[c] = r->ok[c];
-	x__log(e, LOG_INFO,
+	async__log(e, LOG_INFO,
 	       "async: backend uring (flags 0x%x%s%s, sq %u, cq %u, iowq %u/%u)",
 	       r->setup_flags, r->defer ? " defer_taskrun" : "",
 	       r->taskrun_flag ? " taskrun_flag" : "", entries, cq,
@@ -145,7 +145,7 @@ int x__uring_create(async_engine_t *e, const struct async_engine_opts *o)
 	return 0;
 }
 
-bool x__uring_supports(async_engine_t *e, long call, const unsigned long *a)
+bool async__uring_supports(async_engine_t *e, long call, const unsigned long *a)
 {
 	if (!e->route_ring[call])
 		return false;
@@ -155,37 +155,37 @@ bool x__uring_supports(async_engine_t *e, long call, const unsigned long *a)
 	return true;
 }
 
-static struct io_uring_sqe *x__sqe(async_engine_t *e)
+static struct io_uring_sqe *async__sqe(async_engine_t *e)
 {
-	struct x__uring *r = e->ring;
+	struct async__uring *r = e->ring;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 
 	if (!sqe) {
-		x__uring_flush(e);
+		async__uring_flush(e);
 		sqe = io_uring_get_sqe(&r->ring);
 	}
 	return sqe;
 }
 
 /* Linux caps one read/write at MAX_RW_COUNT anyway; the SQE holds 32 bits. */
-static unsigned x__len(unsigned long n)
+static unsigned async__len(unsigned long n)
 {
 	return n > 0x7ffff000UL ? 0x7ffff000U : (unsigned)n;
 }
 
-int x__uring_submit(async_engine_t *e, struct x__op *op)
+int async__uring_submit(async_engine_t *e, struct async__op *op)
 {
-	struct x__uring *r = e->ring;
+	struct async__uring *r = e->ring;
 	const unsigned long *a = op->args;
 	int pers = 0;
 
 	/* Before taking an SQE: registering may submit what is queued. */
 	if (op->cred) {
-		pers = x__uring_personality(e, op->cred);
+		pers = async__uring_personality(e, op->cred);
 		if (pers < 0)
 			return pers;  /* runs synchronously, switching the thread */
 	}
-	struct io_uring_sqe *sqe = x__sqe(e);
+	struct io_uring_sqe *sqe = async__sqe(e);
 	if (!sqe)
 		return -EBUSY;
 	switch (op->call) {
@@ -206,13 +206,13 @@ int x__uring_submit(async_engine_t *e, struct x__op *op)
 		break;
 	case ASYNC_READ:
 	case ASYNC_PREAD:
-		io_uring_prep_read(sqe, (int)a[0], (void *)a[1], x__len(a[2]),
+		io_uring_prep_read(sqe, (int)a[0], (void *)a[1], async__len(a[2]),
 		                   op->call == ASYNC_READ ? (uint64_t)-1 : a[3]);
 		break;
 	case ASYNC_WRITE:
 	case ASYNC_PWRITE:
 		io_uring_prep_write(sqe, (int)a[0], (const void *)a[1],
-		                    x__len(a[2]),
+		                    async__len(a[2]),
 		                    op->call == ASYNC_WRITE ? (uint64_t)-1 : a[3]);
 		break;
 	case ASYNC_FSYNC:
@@ -234,13 +234,13 @@ int x__uring_submit(async_engine_t *e, struct x__op *op)
 	io_uring_sqe_set_data(sqe, op);
 	r->inring++;
 	if (r->queued++ == 0)
-		x__kick(e);
+		async__kick(e);
 	return 0;
 }
 
-int x__uring_personality(async_engine_t *e, struct x__cred *c)
+int async__uring_personality(async_engine_t *e, struct async__cred *c)
 {
-	struct x__uring *r = e->ring;
+	struct async__uring *r = e->ring;
 	unsigned i;
 
 	for (i = 0; i < r->npers; i++)
@@ -255,12 +255,12 @@ int x__uring_personality(async_engine_t *e, struct x__cred *c)
 	}
 	/* A personality is the registering thread's credentials as they
 	 * are now: become the user for the call, then ourselves again. */
-	struct x__cred_saved saved;
-	int rc = x__cred_enter(c, &saved);
+	struct async__cred_saved saved;
+	int rc = async__cred_enter(c, &saved);
 	if (rc < 0)
 		return rc;
 	int pers = io_uring_register_personality(&r->ring);
-	x__cred_leave(&saved);
+	async__cred_leave(&saved);
 	if (pers == 0) {
 		/* 0 means "no personality" in an SQE (the kernel starts at 1):
 		 * never let a call run as ourselves by mistake. */
@@ -269,12 +269,12 @@ int x__uring_personality(async_engine_t *e, struct x__cred *c)
 	}
 	if (pers < 0)
 		return pers;
-	if (r->npers == X__PERS_MAX) {
+	if (r->npers == ASYNC__PERS_MAX) {
 		/* Queued SQEs name the oldest by id: submit them first (a
 		 * submitted request holds its credentials itself). */
-		x__uring_flush(e);
+		async__uring_flush(e);
 		io_uring_unregister_personality(&r->ring,
-						r->pers[X__PERS_MAX - 1].pers);
+						r->pers[ASYNC__PERS_MAX - 1].pers);
 		r->npers--;
 	}
 	memmove(&r->pers[1], &r->pers[0], r->npers * sizeof(r->pers[0]));
@@ -284,9 +284,9 @@ int x__uring_personality(async_engine_t *e, struct x__cred *c)
 	return pers;
 }
 
-int x__uring_flush(async_engine_t *e)
+int async__uring_flush(async_engine_t *e)
 {
-	struct x__uring *r = e->ring;
+	struct async__uring *r = e->ring;
 	int rc;
 
 	if (!r || r->queued == 0)
@@ -296,7 +296,7 @@ int x__uring_flush(async_engine_t *e)
 	return rc < 0 ? rc : 0;
 }
 
-static bool x__taskrun_pending(struct x__uring *r)
+static bool async__taskrun_pending(struct async__uring *r)
 {
 	if (!r->taskrun_flag)
 		return r->defer;  /* cannot tell: enter */
@@ -304,9 +304,9 @@ static bool x__taskrun_pending(struct x__uring *r)
 	       (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW);
 }
 
-int x__uring_reap(async_engine_t *e, unsigned budget)
+int async__uring_reap(async_engine_t *e, unsigned budget)
 {
-	struct x__uring *r = e->ring;
+	struct async__uring *r = e->ring;
 	struct io_uring_cqe *cqe;
 	unsigned head, seen = 0;
 	int n = 0;
@@ -322,15 +322,15 @@ int x__uring_reap(async_engine_t *e, unsigned budget)
 		r->queued = io_uring_sq_ready(&r->ring);
 		if (rc < 0 && rc != -EBUSY && rc != -EAGAIN && rc != -EINTR)
 			return rc;
-	} else if (x__taskrun_pending(r) && r->inring) {
+	} else if (async__taskrun_pending(r) && r->inring) {
 		io_uring_get_events(&r->ring);
 	}
 	io_uring_for_each_cqe(&r->ring, head, cqe) {
-		struct x__op *op = io_uring_cqe_get_data(cqe);
+		struct async__op *op = io_uring_cqe_get_data(cqe);
 		seen++;
 		if (op) {
 			r->inring--;
-			x__complete(e, op, cqe->res);
+			async__complete(e, op, cqe->res);
 			if (budget && (unsigned)++n >= budget)
 				break;
 		}
@@ -339,34 +339,34 @@ int x__uring_reap(async_engine_t *e, unsigned budget)
 	return n;
 }
 
-int x__uring_cancel(async_engine_t *e, struct x__op *op)
+int async__uring_cancel(async_engine_t *e, struct async__op *op)
 {
-	struct io_uring_sqe *sqe = x__sqe(e);
+	struct io_uring_sqe *sqe = async__sqe(e);
 
 	if (!sqe)
 		return -EBUSY;
 	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op, 0);
 	io_uring_sqe_set_data64(sqe, 0);
 	if (e->ring->queued++ == 0)
-		x__kick(e);
+		async__kick(e);
 	return 0;
 }
 
-bool x__uring_busy(async_engine_t *e)
+bool async__uring_busy(async_engine_t *e)
 {
-	struct x__uring *r = e->ring;
+	struct async__uring *r = e->ring;
 
 	if (!r)
 		return false;
 	return r->queued || io_uring_cq_ready(&r->ring) ||
-	       (r->inring && r->taskrun_flag && x__taskrun_pending(r));
+	       (r->inring && r->taskrun_flag && async__taskrun_pending(r));
 }
 
 /* Blocks until everything in the ring has completed (the caller has
  * queued cancellations for all of it). */
-void x__uring_destroy(async_engine_t *e)
+void async__uring_destroy(async_engine_t *e)
 {
-	struct x__uring *r = e->ring;
+	struct async__uring *r = e->ring;
 
 	if (!r)
 		return;
@@ -376,7 +376,7 @@ void x__uring_destroy(async_engine_t *e)
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY &&
 		    rc != -ETIME)
 			break;
-		x__uring_reap(e, 0);
+		async__uring_reap(e, 0);
 	}
 	io_uring_queue_exit(&r->ring);
 	free(r);

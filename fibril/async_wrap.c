@@ -13,16 +13,16 @@
 
 #define A(x) ((unsigned long)(x))
 
-static long x__call(long call, const unsigned long *args)
+static long async__call(long call, const unsigned long *args)
 {
 	long res;
 	long c;
 
 	if (!async_engine_current())
-		return x__exec(call, args);
+		return async__exec(call, args);
 	c = async_submit(0, &res, call, args);
 	if (c == -ENXIO)  /* engine being torn down */
-		return x__exec(call, args);
+		return async__exec(call, args);
 	if (c < 0)
 		return c;
 	if (c == 0)
@@ -34,7 +34,7 @@ FIBRIL_API long fibril_openat2(int dirfd, const char *path,
                                const struct open_how *how)
 {
 	const unsigned long a[] = { A((long)dirfd), A(path), A(how), sizeof(*how) };
-	return x__call(ASYNC_OPENAT2, a);
+	return async__call(ASYNC_OPENAT2, a);
 }
 
 FIBRIL_API long fibril_statx(int dirfd, const char *path, int flags,
@@ -42,69 +42,69 @@ FIBRIL_API long fibril_statx(int dirfd, const char *path, int flags,
 {
 	const unsigned long a[] = { A((long)dirfd), A(path), A((long)flags),
 	                            A(mask), A(buf) };
-	return x__call(ASYNC_STATX, a);
+	return async__call(ASYNC_STATX, a);
 }
 
 FIBRIL_API long fibril_close(int fd)
 {
 	const unsigned long a[] = { A((long)fd) };
-	return x__call(ASYNC_CLOSE, a);
+	return async__call(ASYNC_CLOSE, a);
 }
 
 FIBRIL_API long fibril_read(int fd, void *buf, size_t count)
 {
 	const unsigned long a[] = { A((long)fd), A(buf), A(count) };
-	return x__call(ASYNC_READ, a);
+	return async__call(ASYNC_READ, a);
 }
 
 FIBRIL_API long fibril_pread(int fd, void *buf, size_t count, int64_t offset)
 {
 	const unsigned long a[] = { A((long)fd), A(buf), A(count), A(offset) };
-	return x__call(ASYNC_PREAD, a);
+	return async__call(ASYNC_PREAD, a);
 }
 
 FIBRIL_API long fibril_write(int fd, const void *buf, size_t count)
 {
 	const unsigned long a[] = { A((long)fd), A(buf), A(count) };
-	return x__call(ASYNC_WRITE, a);
+	return async__call(ASYNC_WRITE, a);
 }
 
 FIBRIL_API long fibril_pwrite(int fd, const void *buf, size_t count,
                               int64_t offset)
 {
 	const unsigned long a[] = { A((long)fd), A(buf), A(count), A(offset) };
-	return x__call(ASYNC_PWRITE, a);
+	return async__call(ASYNC_PWRITE, a);
 }
 
 FIBRIL_API long fibril_getdents64(int fd, void *buf, size_t count)
 {
 	const unsigned long a[] = { A((long)fd), A(buf), A(count) };
-	return x__call(ASYNC_GETDENTS64, a);
+	return async__call(ASYNC_GETDENTS64, a);
 }
 
 FIBRIL_API long fibril_readlinkat(int dirfd, const char *path, char *buf,
                                   size_t bufsiz)
 {
 	const unsigned long a[] = { A((long)dirfd), A(path), A(buf), A(bufsiz) };
-	return x__call(ASYNC_READLINKAT, a);
+	return async__call(ASYNC_READLINKAT, a);
 }
 
 FIBRIL_API long fibril_fsync(int fd, int datasync)
 {
 	const unsigned long a[] = { A((long)fd), A(datasync ? 1 : 0) };
-	return x__call(ASYNC_FSYNC, a);
+	return async__call(ASYNC_FSYNC, a);
 }
 
 FIBRIL_API long fibril_fadvise(int fd, int64_t offset, int64_t len, int advice)
 {
 	const unsigned long a[] = { A((long)fd), A(offset), A(len), A((long)advice) };
-	return x__call(ASYNC_FADVISE, a);
+	return async__call(ASYNC_FADVISE, a);
 }
 
 FIBRIL_API long fibril_call(long (*fn)(void *arg), void *arg)
 {
 	const unsigned long a[] = { A(fn), A(arg) };
-	return x__call(ASYNC_CALL, a);
+	return async__call(ASYNC_CALL, a);
 }
 
 FIBRIL_API long async_stat(int dirfd, const char *path, struct statx *buf,

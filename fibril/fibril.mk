@@ -3,11 +3,12 @@
 # libfibril is three parts, each with its own fragment, files and
 # private prefix; each part uses only the parts listed before it:
 #   core (this file): sched.c, stack.c, switch_*: fibrils, their stacks
-#     and the context switch.
+#     and the context switch. Private names fib__ (fibril_int.h).
 #   async engine (async.mk): async*.c: async_submit() on io_uring or a
-#     thread pool, and the engine's one wait point.
+#     thread pool, and the engine's one wait point. Private names async__
+#     (async_int.h, async_cred.h).
 #   lookup engine (lookup.mk): lookup_*.c: lk_*, roots, opens, lookups
-#     and directory scans.
+#     and directory scans. Private names lk__ (lookup_int.h).
 
 # ---- core: scheduler, stacks, context switch ----
 lib_LTLIBRARIES += fibril/libfibril.la

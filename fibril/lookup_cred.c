@@ -16,7 +16,7 @@ FIBRIL_API int lk_cred_new(uid_t uid, gid_t gid, size_t ngroups,
 	if (ngroups > LK__NGROUPS_MAX || (ngroups && !groups) ||
 	    uid == (uid_t)-1 || gid == (gid_t)-1)
 		return -EINVAL;
-	struct x__cred *c = x__cred_new(uid, gid, ngroups, groups);
+	struct async__cred *c = async__cred_new(uid, gid, ngroups, groups);
 	if (!c)
 		return -ENOMEM;
 	*out = (lk_cred_t *)(void *)c;
@@ -25,11 +25,11 @@ FIBRIL_API int lk_cred_new(uid_t uid, gid_t gid, size_t ngroups,
 
 FIBRIL_API lk_cred_t *lk_cred_ref(lk_cred_t *c)
 {
-	x__cred_hold(lk__x(c));
+	async__cred_hold(lk__x(c));
 	return c;
 }
 
 FIBRIL_API void lk_cred_free(lk_cred_t *c)
 {
-	x__cred_drop(lk__x(c));
+	async__cred_drop(lk__x(c));
 }

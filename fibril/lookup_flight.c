@@ -72,7 +72,7 @@ static void flight_free(struct lk__flight *f)
 	free(f->reldir);
 	lk__arena_free(&f->names);
 	lk_root_close(f->root);
-	x__cred_drop(f->cred);
+	async__cred_drop(f->cred);
 	lk__st.live_flights--;
 	free(f);
 }
@@ -647,7 +647,7 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	f->dirfd = dirfd;
 	f->root = s->root;
 	lk__root_ref(s->root);
-	f->cred = x__cred_hold(s->cred);
+	f->cred = async__cred_hold(s->cred);
 	f->dev = dev;
 	f->ino = d->stx_ino;
 	f->dev_major = d->stx_dev_major;

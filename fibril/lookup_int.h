@@ -70,13 +70,13 @@ LK__HIDDEN void lk__group_leave(struct lk__member *m);
 extern __thread struct lk_stats lk__st;
 
 /* An lk_cred_t is the async layer's credential set (async_cred.h). */
-static inline struct x__cred *lk__x(const lk_cred_t *c)
+static inline struct async__cred *lk__x(const lk_cred_t *c)
 {
-	return (struct x__cred *)(uintptr_t)c;
+	return (struct async__cred *)(uintptr_t)c;
 }
 
 /* async_submit_cb() as the user of @cred (NULL: our own), or the plain
- * system call (x__exec_as, the async layer's dispatcher) when this
+ * system call (async__exec_as, the async layer's dispatcher) when this
  * thread has no engine. Same return convention. */
 LK__HIDDEN long lk__submit(const lk_cred_t *cred, unsigned long flags,
 			   long *res, long call, const unsigned long *args,
@@ -92,7 +92,7 @@ struct lk__walk;
 struct lk_op {
 	struct lk__member m;
 	lk_root_t *root;
-	struct x__cred *cred;      /* held; NULL: our own */
+	struct async__cred *cred;      /* held; NULL: our own */
 	struct lk__walk *walk;     /* lk_lookup_start with LK_LOOKUP_* flags */
 	lk_lookup_cb lcb;          /* lk_lookup_start's callback */
 	struct open_how how;
@@ -195,7 +195,7 @@ struct lk__ord {
 struct lk__flight {
 	struct lk__flight *next;   /* single-flight table (this thread) */
 	lk_root_t *root;
-	struct x__cred *cred;      /* held: every call runs as this user */
+	struct async__cred *cred;      /* held: every call runs as this user */
 	int dirfd;
 	char *reldir;
 	uint64_t dev, ino;
@@ -246,7 +246,7 @@ struct lk__flight {
 /* A consumer (what lk_scan_open returns). */
 struct lk_scan {
 	struct lk__member m;
-	struct x__cred *cred;      /* held (o.cred) */
+	struct async__cred *cred;      /* held (o.cred) */
 	struct lk_scan *next_c, *prev_c;   /* flight's consumer list */
 	struct lk__flight *f;
 	lk_root_t *root;

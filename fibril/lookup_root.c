@@ -160,12 +160,12 @@ long lk__submit(const lk_cred_t *cred, unsigned long flags, long *res,
 		long call, const unsigned long *args,
 		void (*cb)(void *, long), void *arg)
 {
-	struct x__cred *old = x__cred_use(lk__x(cred));
+	struct async__cred *old = async__cred_use(lk__x(cred));
 	long r = async_submit_cb(flags, res, call, args, cb, arg);
-	x__cred_use(old);
+	async__cred_use(old);
 	if (r != -ENXIO)
 		return r;
-	*res = x__exec_as(lk__x(cred), call, args);
+	*res = async__exec_as(lk__x(cred), call, args);
 	return 0;
 }
 
@@ -249,7 +249,7 @@ void lk__arena_free(struct lk__arena *a)
 
 void lk__op_free(struct lk_op *op)
 {
-	x__cred_drop(op->cred);
+	async__cred_drop(op->cred);
 	lk__group_leave(&op->m);
 	lk_root_close(op->root);
 	lk__st.live_ops--;
@@ -353,7 +353,7 @@ int lk__open_start(lk_root_t *r, const char *relpath, int oflags,
 	op->arg = arg;
 	op->file.fd = -1;
 	op->root = r;
-	op->cred = x__cred_hold(lk__x(cred));
+	op->cred = async__cred_hold(lk__x(cred));
 	lk__root_ref(r);
 	lk__st.live_ops++;
 	lk__st.opens_async++;

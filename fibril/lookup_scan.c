@@ -232,7 +232,7 @@ static void scan_free(struct lk_scan *s)
 	free(s->after);
 	free(s->reldir);
 	lk_root_close(s->root);
-	x__cred_drop(s->cred);
+	async__cred_drop(s->cred);
 	free(s);
 }
 
@@ -272,7 +272,7 @@ FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
 		s->o.flags |= LK_SCAN_DOTFILES;
 	s->root = r;
 	lk__root_ref(r);
-	s->cred = x__cred_hold(lk__x(o->cred));
+	s->cred = async__cred_hold(lk__x(o->cred));
 	s->o.cred = NULL;   /* s->cred holds it */
 	s->reldir = strdup(reldir);
 	s->after = o->after ? strdup(o->after) : NULL;

@@ -511,7 +511,7 @@ static int walk_start(lk_root_t *r, const char *relpath,
 	op->arg = arg;
 	op->file.fd = -1;
 	op->root = r;
-	op->cred = x__cred_hold(lk__x(o->cred));
+	op->cred = async__cred_hold(lk__x(o->cred));
 	lk__root_ref(r);
 	lk__st.live_ops++;
 	lk__st.opens_async++;

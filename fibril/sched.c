@@ -4,7 +4,7 @@
  *
  * Switching is direct: a fibril that parks or yields inside
  * fibril_sched_run() hands the CPU straight to the next runnable fibril,
- * one x__fibril_switch(), without a detour through the scheduler's
+ * one fib__switch(), without a detour through the scheduler's
  * context. Outside fibril_sched_run() (fibril_start() from the host's
  * callback, fibril_join() from the scheduler's context) control always
  * goes back to the caller, so the host never has unrelated fibrils run
@@ -23,11 +23,11 @@
 
 #include "fibril_int.h"
 
-#ifdef X__ASAN
+#ifdef FIB__ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-static __thread struct x__sched *tls_sched
+static __thread struct fib__sched *tls_sched
 	__attribute__((tls_model("initial-exec")));
 
 uint64_t fibril_now_ns(void)
@@ -60,16 +60,16 @@ static void capture_fpctl(void)
 #endif
 }
 
-void x__ctx_make(struct x__ctx *c, char *lo, char *hi)
+void fib__ctx_make(struct fib__ctx *c, char *lo, char *hi)
 {
 	uintptr_t top = (uintptr_t)hi & ~(uintptr_t)15;
 	(void)lo;
 #if defined(__x86_64__)
-	/* the frame x__fibril_switch pops: mxcsr|cw, r15..r12, rbx, rbp,
+	/* the frame fib__switch pops: mxcsr|cw, r15..r12, rbx, rbp,
 	 * return address (the trampoline), and a zero "caller" above it */
 	uint64_t *sp = (uint64_t *)top;
 	*--sp = 0;
-	*--sp = (uint64_t)(uintptr_t)x__fibril_trampoline;
+	*--sp = (uint64_t)(uintptr_t)fib__trampoline;
 	for (int i = 0; i < 6; i++)
 		*--sp = 0;                     /* rbp rbx r12 r13 r14 r15 */
 	*--sp = tls_fpctl;
@@ -78,7 +78,7 @@ void x__ctx_make(struct x__ctx *c, char *lo, char *hi)
 	/* x19..x28, x29 = 0, x30 = trampoline, d8..d15, fpcr, pad */
 	uint64_t *sp = (uint64_t *)(top - 176);
 	memset(sp, 0, 176);
-	sp[11] = (uint64_t)(uintptr_t)x__fibril_trampoline;
+	sp[11] = (uint64_t)(uintptr_t)fib__trampoline;
 	sp[20] = tls_fpctl;
 	c->sp = sp;
 #else
@@ -93,9 +93,9 @@ static void capture_fpctl(void)
 
 /* ---- queues ---- */
 
-static inline void runq_push(struct x__sched *s, fibril_t *f)
+static inline void runq_push(struct fib__sched *s, fibril_t *f)
 {
-	f->state = X__RUNNABLE;
+	f->state = FIB__RUNNABLE;
 	f->next = NULL;
 	if (s->runq_tail)
 		s->runq_tail->next = f;
@@ -104,7 +104,7 @@ static inline void runq_push(struct x__sched *s, fibril_t *f)
 	s->runq_tail = f;
 }
 
-static inline fibril_t *runq_pop(struct x__sched *s)
+static inline fibril_t *runq_pop(struct fib__sched *s)
 {
 	fibril_t *f = s->runq_head;
 	if (f) {
@@ -117,13 +117,13 @@ static inline fibril_t *runq_pop(struct x__sched *s)
 
 /* ---- timer heap ---- */
 
-static void heap_set(struct x__sched *s, unsigned i, fibril_t *f)
+static void heap_set(struct fib__sched *s, unsigned i, fibril_t *f)
 {
 	s->heap[i - 1] = f;
 	f->heap_idx = i;
 }
 
-static void heap_up(struct x__sched *s, unsigned i)
+static void heap_up(struct fib__sched *s, unsigned i)
 {
 	fibril_t *f = s->heap[i - 1];
 	while (i > 1) {
@@ -136,7 +136,7 @@ static void heap_up(struct x__sched *s, unsigned i)
 	heap_set(s, i, f);
 }
 
-static void heap_down(struct x__sched *s, unsigned i)
+static void heap_down(struct fib__sched *s, unsigned i)
 {
 	fibril_t *f = s->heap[i - 1];
 	for (;;) {
@@ -153,7 +153,7 @@ static void heap_down(struct x__sched *s, unsigned i)
 	heap_set(s, i, f);
 }
 
-static int heap_add(struct x__sched *s, fibril_t *f)
+static int heap_add(struct fib__sched *s, fibril_t *f)
 {
 	if (s->heap_len == s->heap_cap) {
 		unsigned cap = s->heap_cap ? s->heap_cap * 2 : 64;
@@ -169,7 +169,7 @@ static int heap_add(struct x__sched *s, fibril_t *f)
 	return 0;
 }
 
-static void heap_del(struct x__sched *s, fibril_t *f)
+static void heap_del(struct fib__sched *s, fibril_t *f)
 {
 	unsigned i = f->heap_idx;
 	fibril_t *last = s->heap[--s->heap_len];
@@ -201,7 +201,7 @@ static void wq_unlink(fibril_t *f)
 }
 
 /* A parked fibril becomes runnable: it leaves its timer and wait queue. */
-static void make_runnable(struct x__sched *s, fibril_t *f)
+static void make_runnable(struct fib__sched *s, fibril_t *f)
 {
 	if (f->heap_idx)
 		heap_del(s, f);
@@ -210,19 +210,19 @@ static void make_runnable(struct x__sched *s, fibril_t *f)
 	runq_push(s, f);
 }
 
-static void fire_timers(struct x__sched *s)
+static void fire_timers(struct fib__sched *s)
 {
 	uint64_t now = fibril_now_ns();
 	while (s->heap_len && s->heap[0]->deadline <= now) {
 		fibril_t *f = s->heap[0];
-		f->flags |= X__F_TIMEDOUT;
+		f->flags |= FIB__F_TIMEDOUT;
 		make_runnable(s, f);
 	}
 }
 
 /* ---- switching ---- */
 
-static void release(struct x__sched *s, fibril_t *f)
+static void release(struct fib__sched *s, fibril_t *f)
 {
 	if (f->all_prev)
 		f->all_prev->all_next = f->all_next;
@@ -230,21 +230,21 @@ static void release(struct x__sched *s, fibril_t *f)
 		s->all = f->all_next;
 	if (f->all_next)
 		f->all_next->all_prev = f->all_prev;
-	x__stack_put(s, f);
+	fib__stack_put(s, f);
 }
 
-static inline void after_switch(struct x__sched *s)
+static inline void after_switch(struct fib__sched *s)
 {
 	fibril_t *d = s->dead;
 	if (d) {
 		s->dead = NULL;
-		if (d->flags & X__F_DETACHED)
+		if (d->flags & FIB__F_DETACHED)
 			release(s, d);
 	}
 }
 
-#ifdef X__ASAN
-static void asan_finish(struct x__sched *s, void *fake, fibril_t *from)
+#ifdef FIB__ASAN
+static void asan_finish(struct fib__sched *s, void *fake, fibril_t *from)
 {
 	const void *bottom;
 	size_t size;
@@ -257,20 +257,20 @@ static void asan_finish(struct x__sched *s, void *fake, fibril_t *from)
 #endif
 
 /* Switches from the running context to @to (NULL: the scheduler's). */
-static void switch_to(struct x__sched *s, fibril_t *to)
+static void switch_to(struct fib__sched *s, fibril_t *to)
 {
 	fibril_t *from = s->cur;
-	struct x__ctx *fc = from ? &from->ctx : &s->main_ctx;
-	struct x__ctx *tc = to ? &to->ctx : &s->main_ctx;
+	struct fib__ctx *fc = from ? &from->ctx : &s->main_ctx;
+	struct fib__ctx *tc = to ? &to->ctx : &s->main_ctx;
 
 	if (to) {
-		to->state = X__RUNNING;
+		to->state = FIB__RUNNING;
 		s->nswitch++;
 	}
 	s->cur = to;
-#ifdef X__ASAN
+#ifdef FIB__ASAN
 	void *fake = NULL;
-	int dying = from && from->state == X__EXITED;
+	int dying = from && from->state == FIB__EXITED;
 	if (to)
 		__sanitizer_start_switch_fiber(dying ? NULL : &fake, to->stack_lo,
 		                               (size_t)(to->stack_hi - to->stack_lo));
@@ -280,8 +280,8 @@ static void switch_to(struct x__sched *s, fibril_t *to)
 		                               s->main_stack_size);
 	s->switched_from = from;
 #endif
-	x__ctx_switch(fc, tc);
-#ifdef X__ASAN
+	fib__ctx_switch(fc, tc);
+#ifdef FIB__ASAN
 	asan_finish(s, fake, s->switched_from);
 #endif
 	after_switch(s);
@@ -289,15 +289,15 @@ static void switch_to(struct x__sched *s, fibril_t *to)
 
 /* Where a fibril that stops running goes: inside fibril_sched_run()
  * straight to the next runnable one, otherwise back to the caller. */
-static inline fibril_t *next_ctx(struct x__sched *s)
+static inline fibril_t *next_ctx(struct fib__sched *s)
 {
 	return s->in_run ? runq_pop(s) : NULL;
 }
 
-void x__fibril_main(void)
+void fib__main(void)
 {
-	struct x__sched *s = tls_sched;
-#ifdef X__ASAN
+	struct fib__sched *s = tls_sched;
+#ifdef FIB__ASAN
 	asan_finish(s, NULL, s->switched_from);
 #endif
 	after_switch(s);
@@ -310,7 +310,7 @@ void x__fibril_main(void)
 
 int fibril_sched_init(const struct fibril_sched_opts *opts)
 {
-	struct x__sched *s;
+	struct fib__sched *s;
 	int r;
 
 	if (tls_sched)
@@ -318,10 +318,10 @@ int fibril_sched_init(const struct fibril_sched_opts *opts)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	r = x__stack_setup(s, opts ? opts->stack_size : 0,
+	r = fib__stack_setup(s, opts ? opts->stack_size : 0,
 	                   opts ? opts->stack_pool_max : 0);
 	if (r == 0)
-		r = x__stack_thread_init(s);
+		r = fib__stack_thread_init(s);
 	if (r < 0) {
 		free(s);
 		return r;
@@ -333,22 +333,22 @@ int fibril_sched_init(const struct fibril_sched_opts *opts)
 
 void fibril_sched_fini(void)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	if (!s || s->cur)
 		return;
 	while (s->all) {
 		fibril_t *f = s->all;
 		s->all = f->all_next;
-		x__stack_put(s, f);
+		fib__stack_put(s, f);
 	}
-	x__stack_fini(s);
-	x__stack_thread_fini(s);
+	fib__stack_fini(s);
+	fib__stack_thread_fini(s);
 	free(s->heap);
 	free(s);
 	tls_sched = NULL;
 }
 
-static int create(struct x__sched *s, fibril_t **out, void (*fn)(void *),
+static int create(struct fib__sched *s, fibril_t **out, void (*fn)(void *),
                   void *arg, const char *name)
 {
 	fibril_t *f;
@@ -357,12 +357,12 @@ static int create(struct x__sched *s, fibril_t **out, void (*fn)(void *),
 		return -EINVAL;
 	if (!fn)
 		return -EINVAL;
-	f = x__stack_get(s);
+	f = fib__stack_get(s);
 	if (!f)
 		return -ENOMEM;
 	f->next = NULL;
-	f->state = X__RUNNABLE;
-	f->flags = out ? 0 : X__F_DETACHED;
+	f->state = FIB__RUNNABLE;
+	f->flags = out ? 0 : FIB__F_DETACHED;
 	f->heap_idx = 0;
 	f->fn = fn;
 	f->arg = arg;
@@ -377,7 +377,7 @@ static int create(struct x__sched *s, fibril_t **out, void (*fn)(void *),
 	} else {
 		f->name[0] = 0;
 	}
-	x__ctx_make(&f->ctx, f->stack_lo, f->stack_hi);
+	fib__ctx_make(&f->ctx, f->stack_lo, f->stack_hi);
 	f->all_prev = NULL;
 	f->all_next = s->all;
 	if (s->all)
@@ -392,13 +392,13 @@ static int create(struct x__sched *s, fibril_t **out, void (*fn)(void *),
 int fibril_create(fibril_t **out, void (*fn)(void *), void *arg,
                   const char *name)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *f;
 	int r = create(s, &f, fn, arg, name);
 	if (r < 0)
 		return r;
 	if (!out)
-		f->flags |= X__F_DETACHED;
+		f->flags |= FIB__F_DETACHED;
 	else
 		*out = f;
 	runq_push(s, f);
@@ -408,7 +408,7 @@ int fibril_create(fibril_t **out, void (*fn)(void *), void *arg,
 int fibril_start(fibril_t **out, void (*fn)(void *), void *arg,
                  const char *name)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *f;
 	int r;
 
@@ -418,7 +418,7 @@ int fibril_start(fibril_t **out, void (*fn)(void *), void *arg,
 	if (r < 0)
 		return r;
 	if (!out)
-		f->flags |= X__F_DETACHED;
+		f->flags |= FIB__F_DETACHED;
 	else
 		*out = f;
 	switch_to(s, f);
@@ -427,17 +427,17 @@ int fibril_start(fibril_t **out, void (*fn)(void *), void *arg,
 
 fibril_t *fibril_self(void)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	return s ? s->cur : NULL;
 }
 
 void fibril_yield(void)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *f = s ? s->cur : NULL;
 	if (!f)
 		return;
-	f->state = X__RUNNABLE;
+	f->state = FIB__RUNNABLE;
 	f->next = NULL;
 	if (s->yq_tail)
 		s->yq_tail->next = f;
@@ -449,39 +449,39 @@ void fibril_yield(void)
 
 void fibril_park(void)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *f = s ? s->cur : NULL;
 	if (!f)
 		return;
-	if (f->flags & X__F_WAKE) {
-		f->flags &= ~X__F_WAKE;
+	if (f->flags & FIB__F_WAKE) {
+		f->flags &= ~FIB__F_WAKE;
 		return;
 	}
-	f->state = X__PARKED;
+	f->state = FIB__PARKED;
 	switch_to(s, next_ctx(s));
 }
 
 int fibril_park_until(uint64_t deadline_ns)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *f = s ? s->cur : NULL;
 	int r;
 
 	if (!f)
 		return -EINVAL;
-	if (f->flags & X__F_WAKE) {
-		f->flags &= ~X__F_WAKE;
+	if (f->flags & FIB__F_WAKE) {
+		f->flags &= ~FIB__F_WAKE;
 		return 0;
 	}
-	f->flags &= ~X__F_TIMEDOUT;
+	f->flags &= ~FIB__F_TIMEDOUT;
 	f->deadline = deadline_ns;
 	r = heap_add(s, f);
 	if (r < 0)
 		return r;
-	f->state = X__PARKED;
+	f->state = FIB__PARKED;
 	switch_to(s, next_ctx(s));
-	if (f->flags & X__F_TIMEDOUT) {
-		f->flags &= ~X__F_TIMEDOUT;
+	if (f->flags & FIB__F_TIMEDOUT) {
+		f->flags &= ~FIB__F_TIMEDOUT;
 		return -ETIMEDOUT;
 	}
 	return 0;
@@ -489,24 +489,24 @@ int fibril_park_until(uint64_t deadline_ns)
 
 void fibril_wake(fibril_t *f)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	if (!f || !s)
 		return;
-	if (f->state == X__PARKED)
+	if (f->state == FIB__PARKED)
 		make_runnable(s, f);
-	else if (f->state != X__EXITED)
-		f->flags |= X__F_WAKE;
+	else if (f->state != FIB__EXITED)
+		f->flags |= FIB__F_WAKE;
 }
 
 void fibril_exit(void)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *f = s->cur;
 
-	f->state = X__EXITED;
-	f->flags &= ~X__F_WAKE;
+	f->state = FIB__EXITED;
+	f->flags &= ~FIB__F_WAKE;
 	s->alive--;
-	if (f->joiner && f->joiner->state == X__PARKED)
+	if (f->joiner && f->joiner->state == FIB__PARKED)
 		make_runnable(s, f->joiner);
 	s->dead = f;
 	switch_to(s, next_ctx(s));
@@ -515,10 +515,10 @@ void fibril_exit(void)
 
 int fibril_join(fibril_t *f)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *self;
 
-	if (!s || !f || (f->flags & X__F_DETACHED) || f->joiner)
+	if (!s || !f || (f->flags & FIB__F_DETACHED) || f->joiner)
 		return -EINVAL;
 	self = s->cur;
 	if (f == self)
@@ -526,17 +526,17 @@ int fibril_join(fibril_t *f)
 	if (self) {
 		int foreign = 0;
 		f->joiner = self;
-		while (f->state != X__EXITED) {
+		while (f->state != FIB__EXITED) {
 			fibril_park();
-			if (f->state != X__EXITED)
+			if (f->state != FIB__EXITED)
 				foreign = 1;
 		}
 		/* a wake-up meant for someone else's wait (the async layer's)
 		 * was absorbed by our park: hand it back as a pending one */
 		if (foreign)
-			self->flags |= X__F_WAKE;
+			self->flags |= FIB__F_WAKE;
 	} else {
-		while (f->state != X__EXITED) {
+		while (f->state != FIB__EXITED) {
 			if (!s->runq_head && !s->yq_head) {
 				int ms = fibril_sched_timeout_ms();
 				if (ms < 0)
@@ -558,18 +558,18 @@ int fibril_join(fibril_t *f)
 
 void fibril_detach(fibril_t *f)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	if (!s || !f)
 		return;
-	if (f->state == X__EXITED && s->dead != f)
+	if (f->state == FIB__EXITED && s->dead != f)
 		release(s, f);
 	else
-		f->flags |= X__F_DETACHED;
+		f->flags |= FIB__F_DETACHED;
 }
 
 int fibril_sched_run(void)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	unsigned long start;
 	fibril_t *f;
 
@@ -598,7 +598,7 @@ int fibril_sched_run(void)
 
 int fibril_sched_timeout_ms(void)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	if (!s)
 		return -1;
 	if (s->runq_head || s->yq_head)
@@ -614,7 +614,7 @@ int fibril_sched_timeout_ms(void)
 
 unsigned fibril_sched_count(void)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	return s ? s->alive : 0;
 }
 
@@ -637,14 +637,14 @@ void fibril_waitq_init(struct fibril_waitq *q)
 
 int fibril_waitq_wait(struct fibril_waitq *q, uint64_t deadline_ns)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *f = s ? s->cur : NULL;
 	int r;
 
 	if (!f || !q)
 		return -EINVAL;
-	if (f->flags & X__F_WAKE) {
-		f->flags &= ~X__F_WAKE;
+	if (f->flags & FIB__F_WAKE) {
+		f->flags &= ~FIB__F_WAKE;
 		return 0;
 	}
 	f->wq = q;
@@ -668,7 +668,7 @@ int fibril_waitq_wait(struct fibril_waitq *q, uint64_t deadline_ns)
 
 int fibril_waitq_wake_one(struct fibril_waitq *q)
 {
-	struct x__sched *s = tls_sched;
+	struct fib__sched *s = tls_sched;
 	fibril_t *f = q ? q->head : NULL;
 	if (!f || !s)
 		return 0;

@@ -1,6 +1,6 @@
 /*
  * fibril/stack.c: fibril stacks. Each stack is a slot of a larger
- * anonymous mapping (a slab of X__SLAB stacks: one mmap, not one per
+ * anonymous mapping (a slab of FIB__SLAB stacks: one mmap, not one per
  * fibril; system calls that change mappings cost 5-10 us each on this
  * VM). A slot is a guard region at the low end, the stack, and the
  * fibril's control block at the top. Freed stacks go to a per-thread
@@ -29,10 +29,10 @@
 
 #include "fibril_int.h"
 
-#ifdef X__ASAN
+#ifdef FIB__ASAN
 #include <sanitizer/asan_interface.h>
 #endif
-#ifdef X__VALGRIND
+#ifdef FIB__VALGRIND
 #include <valgrind/valgrind.h>
 #endif
 
@@ -47,37 +47,37 @@
  * touched on demand: a parked request holds one or two) and is musl's
  * default thread stack, chosen there after 80 KiB proved tight.
  * ASan's redzones roughly triple frame sizes, so sanitizer builds get 4x. */
-#ifdef X__ASAN
-#define X__STACK_DEFAULT (512u << 10)
+#ifdef FIB__ASAN
+#define FIB__STACK_DEFAULT (512u << 10)
 #else
-#define X__STACK_DEFAULT (128u << 10)
+#define FIB__STACK_DEFAULT (128u << 10)
 #endif
 /* 16 KiB of guard: a frame up to that size (a few PATH_MAX buffers)
  * that jumps over a single guard page would land in the neighbouring
  * stack unseen. The guard costs address space only. */
-#define X__GUARD (16u << 10)
-#define X__POOL_DEFAULT 128u
-#define X__SLAB 16u
+#define FIB__GUARD (16u << 10)
+#define FIB__POOL_DEFAULT 128u
+#define FIB__SLAB 16u
 
 static int guard_madvise_ok = 1;  /* cleared once the kernel says EINVAL */
 
-int x__stack_setup(struct x__sched *s, size_t stack_size, unsigned pool_max)
+int fib__stack_setup(struct fib__sched *s, size_t stack_size, unsigned pool_max)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 
 	s->page = pg > 0 ? (size_t)pg : 4096;
 	if (!stack_size)
-		stack_size = X__STACK_DEFAULT;
+		stack_size = FIB__STACK_DEFAULT;
 	if (stack_size > ((size_t)1 << 30))
 		return -EINVAL;
-	s->guard = (X__GUARD + s->page - 1) & ~(s->page - 1);
+	s->guard = (FIB__GUARD + s->page - 1) & ~(s->page - 1);
 	s->map_size = s->guard + ((stack_size + sizeof(struct fibril) + 64 +
 	                           s->page - 1) & ~(s->page - 1));
-	s->pool_max = pool_max ? pool_max : X__POOL_DEFAULT;
+	s->pool_max = pool_max ? pool_max : FIB__POOL_DEFAULT;
 	return 0;
 }
 
-static fibril_t *stack_layout(struct x__sched *s, char *map)
+static fibril_t *stack_layout(struct fib__sched *s, char *map)
 {
 	uintptr_t top = (uintptr_t)map + s->map_size;
 	fibril_t *f = (fibril_t *)((top - sizeof(struct fibril)) &
@@ -87,13 +87,13 @@ static fibril_t *stack_layout(struct x__sched *s, char *map)
 	f->stack_lo = map + s->guard;
 	f->stack_hi = (char *)f;
 	f->vg_id = 0;
-#ifdef X__VALGRIND
+#ifdef FIB__VALGRIND
 	f->vg_id = VALGRIND_STACK_REGISTER(f->stack_lo, f->stack_hi);
 #endif
 	return f;
 }
 
-static int push_cold(struct x__sched *s, char *map)
+static int push_cold(struct fib__sched *s, char *map)
 {
 	if (s->ncold == s->cold_cap) {
 		unsigned cap = s->cold_cap ? s->cold_cap * 2 : 64;
@@ -109,9 +109,9 @@ static int push_cold(struct x__sched *s, char *map)
 
 /* Maps a slab; its stacks (guards installed, pages untouched) join the
  * cold list. */
-static int slab_new(struct x__sched *s)
+static int slab_new(struct fib__sched *s)
 {
-	size_t size = (size_t)X__SLAB * s->map_size;
+	size_t size = (size_t)FIB__SLAB * s->map_size;
 	char *map;
 
 	if (s->nslab == s->slab_cap) {
@@ -122,9 +122,9 @@ static int slab_new(struct x__sched *s)
 		s->slabs = n;
 		s->slab_cap = cap;
 	}
-	if (s->cold_cap - s->ncold < X__SLAB) {
+	if (s->cold_cap - s->ncold < FIB__SLAB) {
 		unsigned cap = s->cold_cap ? s->cold_cap : 64;
-		while (cap - s->ncold < X__SLAB)
+		while (cap - s->ncold < FIB__SLAB)
 			cap *= 2;
 		char **n = realloc(s->cold, cap * sizeof(*n));
 		if (!n)
@@ -137,14 +137,14 @@ static int slab_new(struct x__sched *s)
 	if (map == MAP_FAILED)
 		return -errno;
 	/* handed out from the low end: first stacks' pages sit together */
-	for (unsigned i = X__SLAB; i-- > 0;) {
+	for (unsigned i = FIB__SLAB; i-- > 0;) {
 		char *g = map + (size_t)i * s->map_size;
 		if (!guard_madvise_ok || madvise(g, s->guard, MADV_GUARD_INSTALL)) {
 			guard_madvise_ok = 0;
 			if (mprotect(g, s->guard, PROT_NONE) != 0) {
 				int e = errno;
 				munmap(map, size);
-				s->ncold -= X__SLAB - 1 - i;
+				s->ncold -= FIB__SLAB - 1 - i;
 				return -e;
 			}
 		}
@@ -154,11 +154,11 @@ static int slab_new(struct x__sched *s)
 	return 0;
 }
 
-fibril_t *x__stack_get(struct x__sched *s)
+fibril_t *fib__stack_get(struct fib__sched *s)
 {
 	fibril_t *f = s->pool;
 
-	if (x__likely(f != NULL)) {
+	if (fib__likely(f != NULL)) {
 		s->pool = f->next;
 		s->npool--;
 		return f;
@@ -168,9 +168,9 @@ fibril_t *x__stack_get(struct x__sched *s)
 	return stack_layout(s, s->cold[--s->ncold]);
 }
 
-void x__stack_put(struct x__sched *s, fibril_t *f)
+void fib__stack_put(struct fib__sched *s, fibril_t *f)
 {
-#ifdef X__ASAN
+#ifdef FIB__ASAN
 	/* Frames that never returned (those of an abandoned fibril, or the
 	 * last ones of an exited one) keep their poisoned redzones; the next
 	 * user must start clean. They all lie above the saved stack pointer;
@@ -184,14 +184,14 @@ void x__stack_put(struct x__sched *s, fibril_t *f)
 #endif
 	ASAN_UNPOISON_MEMORY_REGION(lo, (size_t)(f->stack_hi - lo));
 #endif
-	if (x__likely(s->npool < s->pool_max)) {
+	if (fib__likely(s->npool < s->pool_max)) {
 		f->next = s->pool;
 		s->pool = f;
 		s->npool++;
 		return;
 	}
 	char *map = f->map;
-#ifdef X__VALGRIND
+#ifdef FIB__VALGRIND
 	VALGRIND_STACK_DEREGISTER(f->vg_id);
 #endif
 	if (push_cold(s, map) < 0)
@@ -199,16 +199,16 @@ void x__stack_put(struct x__sched *s, fibril_t *f)
 	madvise(map + s->guard, s->map_size - s->guard, MADV_DONTNEED);
 }
 
-void x__stack_fini(struct x__sched *s)
+void fib__stack_fini(struct fib__sched *s)
 {
-#ifdef X__VALGRIND
+#ifdef FIB__VALGRIND
 	for (fibril_t *f = s->pool; f; f = f->next)
 		VALGRIND_STACK_DEREGISTER(f->vg_id);
 #endif
 	s->pool = NULL;
 	s->npool = 0;
 	while (s->nslab)
-		munmap(s->slabs[--s->nslab], (size_t)X__SLAB * s->map_size);
+		munmap(s->slabs[--s->nslab], (size_t)FIB__SLAB * s->map_size);
 	free(s->slabs);
 	free(s->cold);
 	s->slabs = NULL;
@@ -245,14 +245,14 @@ static size_t fmt_hex(char *p, uintptr_t v)
 }
 
 /* This thread's scheduler while its stacks are guarded (between
- * x__stack_thread_init and x__stack_thread_fini): the handler finds the
+ * fib__stack_thread_init and fib__stack_thread_fini): the handler finds the
  * running fibril here, so this file needs nothing from sched.c. */
-static __thread struct x__sched *tls_guarded
+static __thread struct fib__sched *tls_guarded
 	__attribute__((tls_model("initial-exec")));
 
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
-	struct x__sched *s = tls_guarded;
+	struct fib__sched *s = tls_guarded;
 	fibril_t *f = s ? s->cur : NULL;
 	char *addr = si->si_addr;
 
@@ -303,7 +303,7 @@ static void segv_install(void)
 	sigaction(SIGSEGV, &sa, &old_segv);
 }
 
-int x__stack_thread_init(struct x__sched *s)
+int fib__stack_thread_init(struct fib__sched *s)
 {
 	stack_t ss;
 
@@ -333,7 +333,7 @@ int x__stack_thread_init(struct x__sched *s)
 	return 0;
 }
 
-void x__stack_thread_fini(struct x__sched *s)
+void fib__stack_thread_fini(struct fib__sched *s)
 {
 	if (tls_guarded == s)
 		tls_guarded = NULL;

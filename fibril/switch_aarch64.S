@@ -15,12 +15,12 @@
  */
 	.text
 
-/* void x__fibril_switch(void **save_sp, void *new_sp) */
-	.globl	x__fibril_switch
-	.hidden	x__fibril_switch
-	.type	x__fibril_switch, %function
+/* void fib__switch(void **save_sp, void *new_sp) */
+	.globl	fib__switch
+	.hidden	fib__switch
+	.type	fib__switch, %function
 	.p2align 4
-x__fibril_switch:
+fib__switch:
 	.cfi_startproc
 	sub	sp, sp, #176
 	stp	x19, x20, [sp, #0]
@@ -60,20 +60,20 @@ x__fibril_switch:
 	add	sp, sp, #176
 	ret
 	.cfi_endproc
-	.size	x__fibril_switch, .-x__fibril_switch
+	.size	fib__switch, .-fib__switch
 
-/* A new fibril's first return lands here with x29 = 0 (x__ctx_make()),
+/* A new fibril's first return lands here with x29 = 0 (fib__ctx_make()),
  * so frame-pointer walks stop; the undefined x30 ends CFI unwinding. */
-	.globl	x__fibril_trampoline
-	.hidden	x__fibril_trampoline
-	.type	x__fibril_trampoline, %function
+	.globl	fib__trampoline
+	.hidden	fib__trampoline
+	.type	fib__trampoline, %function
 	.p2align 4
-x__fibril_trampoline:
+fib__trampoline:
 	.cfi_startproc
 	.cfi_undefined x30
-	bl	x__fibril_main
+	bl	fib__main
 	brk	#0
 	.cfi_endproc
-	.size	x__fibril_trampoline, .-x__fibril_trampoline
+	.size	fib__trampoline, .-fib__trampoline
 
 	.section .note.GNU-stack,"",%progbits

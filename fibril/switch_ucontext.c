@@ -14,10 +14,10 @@
 
 static void entry(void)
 {
-	x__fibril_main();
+	fib__main();
 }
 
-void x__ctx_make(struct x__ctx *c, char *lo, char *hi)
+void fib__ctx_make(struct fib__ctx *c, char *lo, char *hi)
 {
 	if (getcontext(&c->uc) != 0)
 		abort();
@@ -27,7 +27,7 @@ void x__ctx_make(struct x__ctx *c, char *lo, char *hi)
 	makecontext(&c->uc, entry, 0);
 }
 
-void x__ctx_switch(struct x__ctx *from, struct x__ctx *to)
+void fib__ctx_switch(struct fib__ctx *from, struct fib__ctx *to)
 {
 	if (swapcontext(&from->uc, &to->uc) != 0)
 		abort();

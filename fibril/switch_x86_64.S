@@ -23,12 +23,12 @@
  */
 	.text
 
-/* void x__fibril_switch(void **save_sp, void *new_sp) */
-	.globl	x__fibril_switch
-	.hidden	x__fibril_switch
-	.type	x__fibril_switch, @function
+/* void fib__switch(void **save_sp, void *new_sp) */
+	.globl	fib__switch
+	.hidden	fib__switch
+	.type	fib__switch, @function
 	.p2align 4
-x__fibril_switch:
+fib__switch:
 	.cfi_startproc
 	pushq	%rbp
 	pushq	%rbx
@@ -52,22 +52,22 @@ x__fibril_switch:
 	popq	%rbp
 	ret
 	.cfi_endproc
-	.size	x__fibril_switch, .-x__fibril_switch
+	.size	fib__switch, .-fib__switch
 
-/* First "return" of a new fibril lands here (see x__ctx_make()). rsp is
+/* First "return" of a new fibril lands here (see fib__ctx_make()). rsp is
  * then 8 mod 16, as at any function entry, and the slot above it holds
  * a zero return address so that unwinders and debuggers stop here. */
-	.globl	x__fibril_trampoline
-	.hidden	x__fibril_trampoline
-	.type	x__fibril_trampoline, @function
+	.globl	fib__trampoline
+	.hidden	fib__trampoline
+	.type	fib__trampoline, @function
 	.p2align 4
-x__fibril_trampoline:
+fib__trampoline:
 	.cfi_startproc
 	.cfi_undefined rip
 	pushq	%rbp
-	call	x__fibril_main
+	call	fib__main
 	ud2
 	.cfi_endproc
-	.size	x__fibril_trampoline, .-x__fibril_trampoline
+	.size	fib__trampoline, .-fib__trampoline
 
 	.section .note.GNU-stack,"",@progbits
