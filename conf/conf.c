@@ -22,7 +22,8 @@ struct load {
 	FILE *f;
 	int line;
 	int errors;
-	bool prev_key;          /* previous non-blank line was name=value */
+	bool indented;          /* the line being parsed starts with blanks */
+	char last_key[64];      /* the key of this section's last name=value */
 	conf_err_fn *err;
 	void *arg;
 	char section[128];      /* last section seen, for [dir] bookkeeping */
@@ -532,6 +533,13 @@ static int handler(void *user, const char *section, const char *name,
 {
 	struct load *ld = user;
 
+	if (!*name)
+		BAD("syntax error: missing name before '='");
+	/* inih reads an indented line after a key as more of its value */
+	if (ld->indented && !strcmp(section, ld->section) &&
+	    !strcmp(name, ld->last_key))
+		BAD("continuation lines are not supported");
+	snprintf(ld->last_key, sizeof ld->last_key, "%s", name);
 	if (strcmp(section, ld->section)) {
 		snprintf(ld->section, sizeof ld->section, "%s", section);
 		ld->dir = NULL;
@@ -565,65 +573,32 @@ static int handler(void *user, const char *section, const char *name,
 	BAD("unknown section [%s]", section);
 }
 
-/* inih's reader: one line per call, counted; syntax checked here so that
- * every error carries its own line number. */
+/* inih's reader: one line per call, counted, so that the handler knows
+ * the line of each key (Debian's libinih is built without
+ * INI_HANDLER_LINENO). The syntax is inih's to judge. */
 static char *reader(char *str, int num, void *stream)
 {
 	struct load *ld = stream;
 	char line[4096];
-	const char *p;
 	size_t n;
 
 	if (!fgets(line, sizeof line, ld->f))
 		return NULL;
 	ld->line++;
 	n = strlen(line);
-	if (n == sizeof line - 1 && line[n - 1] != '\n') {
-		int ch;
-		while ((ch = fgetc(ld->f)) != EOF && ch != '\n')
-			;
-		report(ld, ld->line, "line too long");
-		goto blank;
-	}
-	for (p = line; *p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'; p++)
-		;
-	if (!*p || *p == '#' || *p == ';')
-		goto blank_keep;
-	if ((unsigned char)p[0] == 0xEF && ld->line == 1)
-		goto pass;      /* BOM: inih strips it */
-	if (*p == '[') {
-		if (!strchr(p, ']')) {
-			report(ld, ld->line, "syntax error: missing ']'");
-			goto blank;
+	if (n >= (size_t)num || (n == sizeof line - 1 && line[n - 1] != '\n')) {
+		if (line[n - 1] != '\n') {
+			int ch;
+			while ((ch = fgetc(ld->f)) != EOF && ch != '\n')
+				;
 		}
-		ld->prev_key = false;
-		goto pass;
-	}
-	if (p != line && ld->prev_key) {
-		report(ld, ld->line, "syntax error: continuation lines are not supported");
-		goto blank;
-	}
-	if (!strpbrk(p, "=:")) {
-		report(ld, ld->line, "syntax error: expected name = value");
-		goto blank;
-	}
-	if (*p == '=' || *p == ':') {
-		report(ld, ld->line, "syntax error: missing name before '%c'", *p);
-		goto blank;
-	}
-	ld->prev_key = true;
-pass:
-	if (n >= (size_t)num) {
 		report(ld, ld->line, "line too long (at most %d characters)", num - 2);
-		goto blank;
+		str[0] = '\n';
+		str[1] = 0;
+		return str;
 	}
+	ld->indented = line[0] == ' ' || line[0] == '\t';
 	memcpy(str, line, n + 1);
-	return str;
-blank:
-	ld->prev_key = false;
-blank_keep:
-	str[0] = '\n';
-	str[1] = 0;
 	return str;
 }
 
@@ -644,8 +619,9 @@ int conf_load(struct conf *c, const char *path, conf_err_fn *err, void *arg)
 	c->file = path;
 	r = ini_parse_stream(reader, &ld, handler, &ld);
 	fclose(ld.f);
-	if (r > 0 && !ld.errors)
-		report(&ld, r, "syntax error");
+	/* inih goes on after a syntax error but names only the first */
+	if (r > 0)
+		report(&ld, r, "syntax error: expected [section] or name = value");
 	else if (r < 0)
 		report(&ld, 0, "parse failed");
 	return ld.errors;

@@ -169,15 +169,16 @@ START_TEST(errors_have_lines)
 	             "[dir \"/a/../b\"]\n"              /* 11 */
 	             "listing = off\n"                  /* 12 */
 	             "[server\n");                      /* 13 */
-	ck_assert_int_eq(r, 8);
+	/* every key's error, then the first syntax error (inih names
+	 * only the first: line 13 is not reported) */
+	ck_assert_int_eq(r, 7);
 	expect_msg(0, 2, "listen");
 	expect_msg(1, 3, "unknown key 'bogus'");
 	expect_msg(2, 4, "workers");
 	expect_msg(3, 7, "unknown section [nosuch]");
-	expect_msg(4, 9, "syntax error");
-	expect_msg(5, 10, "enabled");
-	expect_msg(6, 12, "'..'");
-	expect_msg(7, 13, "missing ']'");
+	expect_msg(4, 10, "enabled");
+	expect_msg(5, 12, "'..'");
+	expect_msg(6, 9, "syntax error");
 	conf_free(&c);
 }
 END_TEST
@@ -307,6 +308,38 @@ START_TEST(sample_is_valid)
 }
 END_TEST
 
+/* inih judges the syntax; each case alone, since it names only the
+ * first syntax error of a file */
+START_TEST(syntax_errors)
+{
+	static const struct { const char *text; int line; const char *msg; } k[] = {
+		{ "[server]\nworkers = 2\n[listing\n", 3, "syntax error" },
+		{ "[server]\nworkers = 2\n  3\n", 3, "continuation lines are not supported" },
+		{ "[server]\n= 2\n", 2, "missing name" },
+		{ "[server]\nno equals here\n", 2, "syntax error" },
+	};
+	struct conf c;
+
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+		ck_assert_int_eq(load(&c, k[i].text), 1);
+		expect_msg(0, k[i].line, k[i].msg);
+		conf_free(&c);
+	}
+	/* an indented key at the start of a section is a key, not more */
+	ck_assert_int_eq(load(&c, "[server]\n  workers = 3\n"), 0);
+	ck_assert_uint_eq(c.workers, 3);
+	conf_free(&c);
+	char big[400];
+	memset(big, 'a', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	char text[512];
+	snprintf(text, sizeof text, "[server]\nroot = /%s\n", big);
+	ck_assert_int_eq(load(&c, text), 1);
+	expect_msg(0, 2, "line too long");
+	conf_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -321,6 +354,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, listen_forms);
 	tcase_add_test(tc, sample_is_valid);
 	tcase_add_test(tc, dotfiles_and_targets);
+	tcase_add_test(tc, syntax_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }
