@@ -214,14 +214,4 @@ void fsd_static_handle(struct fsd_req *rq);
  * small-file cache if it can (returns 0; no lookup, never parks), else
  * returns 1 and fsd_static_handle() serves it on a fibril. */
 int fsd_static_from_cache(struct fsd_req *rq);
-/* mime */
-int fsd_mime_load(const char *path);
-const char *fsd_mime_type(const char *name);
-/* Precompressed sidecars, in order of preference: FILE + ext is sent
- * with Content-Encoding: coding (static.c); fcache.c watches the same
- * names. */
-struct fsd_sidecar { const char *ext, *coding; };
-#define FSD_NSIDECARS 3
-extern const struct fsd_sidecar fsd_sidecars[FSD_NSIDECARS];
-
 #endif

@@ -13,6 +13,9 @@ fileserverd_SOURCES = \
 	daemon/listing.c daemon/listing.h \
 	daemon/log.c daemon/log.h \
 	daemon/log_open.c daemon/log_int.h
+fileserverd_SOURCES += \
+	daemon/server.c \
+	daemon/mime.c daemon/mime.h
 fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS) $(XXHASH_CFLAGS) $(URING_CFLAGS)
 fileserverd_LDADD = proto/libproto.la fibril/libfibril.la conf/libconf.la \
 	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) $(XXHASH_LIBS) $(URING_LIBS) -lpthread

@@ -3,6 +3,7 @@
 #include "daemon/fcache.h"
 #include "daemon/fcache_int.h"
 #include "daemon/daemon.h"
+#include "daemon/mime.h"
 #include "daemon/log.h"
 
 #include <errno.h>

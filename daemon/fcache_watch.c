@@ -2,6 +2,7 @@
 
 #include "daemon/fcache_int.h"
 #include "daemon/daemon.h"
+#include "daemon/mime.h"
 
 #include <errno.h>
 #include <fcntl.h>

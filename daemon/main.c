@@ -2,6 +2,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/mime.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +23,6 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <fibril/lookup.h>
-
-struct fsd_server fsd = { .rootfd = -1 };
 
 static void usage(FILE *f)
 {

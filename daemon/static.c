@@ -5,6 +5,7 @@
 #include "daemon/fcache.h"
 #include "daemon/listing.h"
 #include "daemon/log.h"
+#include "daemon/mime.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,45 +32,6 @@
 #include "proto/url.h"
 
 #define OPEN_FLAGS (O_RDONLY | O_NONBLOCK | O_NOCTTY)
-
-static struct proto_mime *mime;
-
-int fsd_mime_load(const char *path)
-{
-	int r = proto_mime_new(&mime, fsd.conf.default_type);
-	FILE *f;
-	char *text = NULL;
-	size_t cap = 0, len = 0, n;
-
-	if (r < 0)
-		return r;
-	/* Start-up only (main thread, before the workers): a plain read. */
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	for (;;) {
-		if (len + 65536 > cap) {
-			char *t = realloc(text, cap = cap ? cap * 2 : 262144);
-			if (!t)
-				break;
-			text = t;
-		}
-		n = fread(text + len, 1, cap - len, f);
-		if (!n)
-			break;
-		len += n;
-	}
-	fclose(f);
-	if (text)
-		proto_mime_load(mime, text, len);
-	free(text);
-	return 0;
-}
-
-const char *fsd_mime_type(const char *name)
-{
-	return proto_mime_lookup(mime, name, strlen(name));
-}
 
 /* Maps a lookup error to a status; anything unexpected is logged with
  * the path and errno (the log escapes it) and becomes a bare 500 (never
@@ -307,13 +269,6 @@ static bool accepts(const char *ae, const char *coding)
 	}
 	return exact >= 0 ? exact : star > 0;
 }
-
-/* Precompressed sidecars (FILE.br, FILE.zst, FILE.gz): the first one the
- * client accepts that exists, is a regular file and is not older than
- * FILE replaces it. */
-const struct fsd_sidecar fsd_sidecars[FSD_NSIDECARS] = {
-	{ ".br", "br" }, { ".zst", "zstd" }, { ".gz", "gzip" },
-};
 
 static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 {
