@@ -1,25 +1,10 @@
 /*
- * daemon/body.h: the bodies of file responses (body.c), for static.c,
- * and what request.c asks of them when a request ends.
+ * daemon/body.h: the bodies of file responses (body.c), for static.c.
  *
  * Bodies up to small_file_max are read into memory (sent with their
  * headers in one write); larger ones go out by sendfile after a
- * read-ahead through the ring; several ranges are read by a content
- * reader (multipart/byteranges).
- *
- * A file that shrinks under a sendfile body would stall libmicrohttpd
- * 0.9.75 (sendfile returns 0, it waits for a write readiness that never
- * comes, until the idle timeout): every such body in flight is watched
- * (once a second, the size of the open file against the end of the
- * range) and a shrunk one is logged and its connection shut down, which
- * makes libmicrohttpd close it at once.
- *
- * Bytes sent, for the access log: libmicrohttpd reports none. A body
- * sent whole (termination "completed") is its length. For one cut short
- * the count comes from the socket: the bytes written to it since the
- * response was made (TCP_INFO bytes acknowledged plus SIOCOUTQ, those
- * queued and not acknowledged), less the response header's length,
- * computed from its fields as libmicrohttpd 0.9.75 writes them.
+ * read-ahead through the ring, watched while in flight (sent.h); several
+ * ranges are read by a content reader (multipart/byteranges).
  */
 #ifndef FSD_BODY_H
 #define FSD_BODY_H
@@ -50,15 +35,5 @@ struct MHD_Response *fsd_body_multipart(struct fsd_req *rq, int fd,
                                         const char *ctype,
                                         const struct proto_range *r, unsigned n,
                                         uint64_t *total);
-
-/* request.c, as @resp becomes rq's answer: notes the header's length
- * when the body is to be counted. */
-void fsd_body_respond(struct fsd_req *rq, struct MHD_Response *resp,
-                      unsigned status);
-
-/* request.c, when the request ends (@conn still open): drops the watch
- * and, if the body was cut short, sets rq->body_len to what was sent. */
-void fsd_body_end(struct fsd_req *rq, struct MHD_Connection *conn,
-                  enum MHD_RequestTerminationCode toe);
 
 #endif

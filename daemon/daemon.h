@@ -94,12 +94,12 @@ struct fsd_req {
 	void (*resp_put)(void *arg);
 	void *resp_arg;
 	uint64_t body_len;             /* for the access log */
-	/* Counting a body cut short (body.h): bytes written on the socket
+	/* Counting a body cut short (sent.h): bytes written on the socket
 	 * before this response, and the length of its header. */
 	bool sock0_set;
 	uint64_t sock0;
 	size_t hdr_len;
-	struct fsd_body_watch *watch;  /* a sendfile body in flight (body.c) */
+	struct fsd_body_watch *watch;  /* a sendfile body in flight (sent.c) */
 	bool close;                    /* framing can't be trusted: close after */
 
 	/* for the access log */
@@ -179,6 +179,11 @@ void fsd_req_abandon(struct fsd_req *rq, unsigned status);
 /* Cancels the request fibril's pending lookups and async call. */
 void fsd_req_cancel_calls(struct fsd_req *rq);
 
+/* respond.c: every response is built and answered here: status,
+ * common headers, error pages, redirects, validators and preconditions,
+ * Content-Range, and the status of a file-system error. The cache,
+ * static files and listings use it; it uses none of them. */
+
 /* Sets rq's result to a small error page (status, optional Allow /
  * Location). Runs on the fibril or in the handler. */
 void fsd_req_error(struct fsd_req *rq, unsigned status);
@@ -188,7 +193,7 @@ void fsd_req_redirect(struct fsd_req *rq, unsigned status, const char *location)
 void fsd_req_options(struct fsd_req *rq);
 /* A failed lookup/read: maps -errno to 404/403/414/503, or logs it with
  * the path and answers 500. */
-void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int err);
+void fsd_req_fs_error(struct fsd_req *rq, const char *what, const char *path, int err);
 /* The request's If-Match / If-None-Match / If-(Un)modified-Since
  * against a representation (proto_cond_eval); PROCEED at once when it
  * has none of them. */
@@ -207,6 +212,22 @@ void fsd_req_respond_shared(struct fsd_req *rq, unsigned status,
                             void (*put)(void *arg), void *arg);
 /* Adds the headers every response carries (Date is MHD's). */
 void fsd_resp_common(struct MHD_Response *resp);
+/* The validators of a representation: on its 200 and 206, and its 304. */
+struct fsd_validators {
+	const char *etag;
+	const char *lastmod;    /* HTTP-date, or "" when the time has none */
+	bool vary;              /* Accept-Encoding chose it (sidecars on) */
+};
+void fsd_resp_validators(struct MHD_Response *resp, const struct fsd_validators *v);
+/* The request's preconditions (fsd_req_cond) against @v and @mtime
+ * (-1: none): when they decide the answer, answers 304 with the
+ * validators or 412, and returns true. */
+bool fsd_req_preconditions(struct fsd_req *rq, const struct fsd_validators *v,
+                           time_t mtime);
+/* Content-Range of a 206 for @r, or of a 416 when @r is NULL. */
+struct proto_range;
+void fsd_resp_content_range(struct MHD_Response *resp,
+                            const struct proto_range *r, uint64_t size);
 
 /* static.c: the request fibril's body */
 void fsd_static_handle(struct fsd_req *rq);

@@ -288,12 +288,9 @@ bool fsd_fcache_active(void)
 }
 
 /* What both the 200 and the 304 of an entry carry. */
-static void add_validators(struct MHD_Response *resp, const struct entry *e)
+static struct fsd_validators validators(const struct entry *e)
 {
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, e->lastmod);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, e->etag);
-	if (fsd.conf.sidecars)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	return (struct fsd_validators){ e->etag, e->lastmod, fsd.conf.sidecars };
 }
 
 /* The entry's shared 200 response, made on its first hit. */
@@ -316,7 +313,8 @@ static struct shared *entry_ok(struct entry *e)
 	e->body->refs++;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, e->ctype);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-	add_validators(resp, e);
+	struct fsd_validators v = validators(e);
+	fsd_resp_validators(resp, &v);
 	fsd_resp_common(resp);
 	sh->refs = 1;
 	sh->r = resp;
@@ -350,20 +348,9 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	lru_unlink(e);
 	lru_front(e);
 
-	struct MHD_Response *resp;
-	switch (fsd_req_cond(rq, e->etag, e->mtime)) {
-	case PROTO_COND_NOT_MODIFIED:
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-		if (resp)
-			add_validators(resp, e);
-		fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);
+	struct fsd_validators v = validators(e);
+	if (fsd_req_preconditions(rq, &v, e->mtime))
 		return 0;
-	case PROTO_COND_PRECONDITION_FAILED:
-		fsd_req_error(rq, 412);
-		return 0;
-	case PROTO_COND_PROCEED:
-		break;
-	}
 	struct shared *sh = entry_ok(e);
 	if (!sh)
 		return 1;

@@ -415,7 +415,7 @@ fail:
 	if (rc == -ENOMEM)
 		fsd_req_error(rq, 500);
 	else
-		fsd_log_fs_req(rq, "listing", relpath, rc);
+		fsd_req_fs_error(rq, "listing", relpath, rc);
 	return 0;
 }
 

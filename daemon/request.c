@@ -1,6 +1,6 @@
 #include "first.h"
 
-#include "daemon/body.h"
+#include "daemon/sent.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/reqhdr.h"
@@ -81,63 +81,6 @@ void *fsd_uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
 	memcpy(rq->uri_mem, uri, len + 1);
 	rq->start_s = (int64_t)time(NULL);
 	return rq;
-}
-
-void fsd_resp_common(struct MHD_Response *resp)
-{
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_SERVER, "fileserverd/" PACKAGE_VERSION);
-}
-
-enum proto_cond fsd_req_cond(const struct fsd_req *rq, const char *etag,
-                             time_t mtime)
-{
-	/* The cache-hit path: no clock read when there is nothing to test. */
-	if (!rq->h.if_match && !rq->h.if_none_match &&
-	    !rq->h.if_modified_since && !rq->h.if_unmodified_since)
-		return PROTO_COND_PROCEED;
-	struct proto_cond_req cr = {
-		.get_or_head = rq->method == FSD_M_GET || rq->method == FSD_M_HEAD,
-		.if_match = rq->h.if_match,
-		.if_none_match = rq->h.if_none_match,
-		.if_modified_since = rq->h.if_modified_since,
-		.if_unmodified_since = rq->h.if_unmodified_since,
-	};
-	return proto_cond_eval(&cr, etag, mtime, time(NULL));
-}
-
-void fsd_req_respond(struct fsd_req *rq, unsigned status,
-                     struct MHD_Response *resp, uint64_t body_len)
-{
-	if (rq->abandoned || rq->resp) {
-		/* Already answered (deadline passed): the late result is dropped. */
-		if (resp)
-			MHD_destroy_response(resp);
-		return;
-	}
-	if (!resp) {
-		fsd_req_error(rq, 500);
-		return;
-	}
-	fsd_resp_common(resp);
-	rq->resp = resp;
-	rq->status = status;
-	rq->body_len = rq->method == FSD_M_HEAD ? 0 : body_len;
-	fsd_body_respond(rq, resp, status);
-}
-
-void fsd_req_respond_shared(struct fsd_req *rq, unsigned status,
-                            struct MHD_Response *resp, uint64_t body_len,
-                            void (*put)(void *arg), void *arg)
-{
-	if (rq->abandoned || rq->resp) {
-		put(arg);
-		return;
-	}
-	rq->resp = resp;
-	rq->resp_put = put;
-	rq->resp_arg = arg;
-	rq->status = status;
-	rq->body_len = rq->method == FSD_M_HEAD ? 0 : body_len;
 }
 
 static void client_addr(struct fsd_req *rq, struct MHD_Connection *conn)
@@ -312,8 +255,8 @@ void fsd_completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!rq)
 		return;
 	*con_cls = NULL;
-	/* A body cut short is logged with the bytes that left (body.h). */
-	fsd_body_end(rq, conn, toe);
+	/* A body cut short is logged with the bytes that left (sent.h). */
+	fsd_sent_end(rq, conn, toe);
 	if (rq->state == RQ_QUEUED)
 		fsd_access_log(rq);
 	else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -2,11 +2,15 @@
 
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/sent.h"
 #include "proto/errpage.h"
+#include "proto/range.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ALLOW "GET, HEAD, OPTIONS"
 
@@ -62,4 +66,132 @@ void fsd_req_options(struct fsd_req *rq)
 	if (resp)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, ALLOW);
 	fsd_req_respond(rq, MHD_HTTP_NO_CONTENT, resp, 0);
+}
+
+void fsd_resp_common(struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_SERVER, "fileserverd/" PACKAGE_VERSION);
+}
+
+enum proto_cond fsd_req_cond(const struct fsd_req *rq, const char *etag,
+                             time_t mtime)
+{
+	/* The cache-hit path: no clock read when there is nothing to test. */
+	if (!rq->h.if_match && !rq->h.if_none_match &&
+	    !rq->h.if_modified_since && !rq->h.if_unmodified_since)
+		return PROTO_COND_PROCEED;
+	struct proto_cond_req cr = {
+		.get_or_head = rq->method == FSD_M_GET || rq->method == FSD_M_HEAD,
+		.if_match = rq->h.if_match,
+		.if_none_match = rq->h.if_none_match,
+		.if_modified_since = rq->h.if_modified_since,
+		.if_unmodified_since = rq->h.if_unmodified_since,
+	};
+	return proto_cond_eval(&cr, etag, mtime, time(NULL));
+}
+
+void fsd_resp_validators(struct MHD_Response *resp, const struct fsd_validators *v)
+{
+	if (v->lastmod[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, v->lastmod);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, v->etag);
+	if (v->vary)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+}
+
+bool fsd_req_preconditions(struct fsd_req *rq, const struct fsd_validators *v,
+                           time_t mtime)
+{
+	struct MHD_Response *resp;
+
+	switch (fsd_req_cond(rq, v->etag, mtime)) {
+	case PROTO_COND_NOT_MODIFIED:
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		if (resp)
+			fsd_resp_validators(resp, v);
+		fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);
+		return true;
+	case PROTO_COND_PRECONDITION_FAILED:
+		fsd_req_error(rq, 412);
+		return true;
+	case PROTO_COND_PROCEED:
+		break;
+	}
+	return false;
+}
+
+void fsd_resp_content_range(struct MHD_Response *resp,
+                            const struct proto_range *r, uint64_t size)
+{
+	char v[80];
+
+	proto_range_content_range(v, sizeof v, r, size);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, v);
+}
+
+void fsd_req_respond(struct fsd_req *rq, unsigned status,
+                     struct MHD_Response *resp, uint64_t body_len)
+{
+	if (rq->abandoned || rq->resp) {
+		/* Already answered (deadline passed): the late result is dropped. */
+		if (resp)
+			MHD_destroy_response(resp);
+		return;
+	}
+	if (!resp) {
+		fsd_req_error(rq, 500);
+		return;
+	}
+	fsd_resp_common(resp);
+	rq->resp = resp;
+	rq->status = status;
+	rq->body_len = rq->method == FSD_M_HEAD ? 0 : body_len;
+	fsd_sent_respond(rq, resp, status);
+}
+
+void fsd_req_respond_shared(struct fsd_req *rq, unsigned status,
+                            struct MHD_Response *resp, uint64_t body_len,
+                            void (*put)(void *arg), void *arg)
+{
+	if (rq->abandoned || rq->resp) {
+		put(arg);
+		return;
+	}
+	rq->resp = resp;
+	rq->resp_put = put;
+	rq->resp_arg = arg;
+	rq->status = status;
+	rq->body_len = rq->method == FSD_M_HEAD ? 0 : body_len;
+}
+
+/* Maps a lookup error to a status; anything unexpected is logged with
+ * the path and errno (the log escapes it) and becomes a bare 500 (never
+ * shown to clients). */
+void fsd_req_fs_error(struct fsd_req *rq, const char *what, const char *path, int err)
+{
+	unsigned status;
+
+	switch (-err) {
+	case ENOENT: case ENOTDIR: case EXDEV:
+		status = 404;
+		break;
+	case EACCES: case EPERM: case ELOOP: case ENXIO:
+		status = 403;
+		break;
+	case ENAMETOOLONG:
+		status = 414;
+		break;
+	case ECANCELED: case EAGAIN:
+		status = 503;
+		break;
+	case EMFILE: case ENFILE:
+		/* Out of descriptors is a load condition, not a fault. */
+		fsd_log_fs(LOG_WARNING, what, path, err);
+		status = 503;
+		break;
+	default:
+		fsd_log_fs(LOG_ERR, what, path, err);
+		status = 500;
+	}
+	fsd_req_error(rq, status);
 }

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include <fibril/fibril.h>
 #include <fibril/lookup.h>
 
+#include "proto/accept.h"
 #include "proto/cond.h"
 #include "proto/etag.h"
 #include "proto/httpdate.h"
@@ -32,38 +32,6 @@
 #include "proto/url.h"
 
 #define OPEN_FLAGS (O_RDONLY | O_NONBLOCK | O_NOCTTY)
-
-/* Maps a lookup error to a status; anything unexpected is logged with
- * the path and errno (the log escapes it) and becomes a bare 500 (never
- * shown to clients). */
-void fsd_log_fs_req(struct fsd_req *rq, const char *what, const char *path, int err)
-{
-	unsigned status;
-
-	switch (-err) {
-	case ENOENT: case ENOTDIR: case EXDEV:
-		status = 404;
-		break;
-	case EACCES: case EPERM: case ELOOP: case ENXIO:
-		status = 403;
-		break;
-	case ENAMETOOLONG:
-		status = 414;
-		break;
-	case ECANCELED: case EAGAIN:
-		status = 503;
-		break;
-	case EMFILE: case ENFILE:
-		/* Out of descriptors is a load condition, not a fault. */
-		fsd_log_fs(LOG_WARNING, what, path, err);
-		status = 503;
-		break;
-	default:
-		fsd_log_fs(LOG_ERR, what, path, err);
-		status = 500;
-	}
-	fsd_req_error(rq, status);
-}
 
 /* ---- what is served ----
  *
@@ -193,20 +161,12 @@ static int open_served(struct fsd_req *rq, const char *rel, bool dir_ok,
 struct repr {
 	struct lk_file f;       /* what is sent: the file or its sidecar */
 	const char *encoding;   /* NULL, "br", "zstd", "gzip" */
-	bool vary;              /* Accept-Encoding decided it */
 	char etag[PROTO_ETAG_MAX];
 	char lastmod[PROTO_HTTPDATE_LEN];
+	struct fsd_validators v;   /* pointing at etag and lastmod */
+	time_t mtime;           /* -1 when it has no HTTP-date */
 	const char *ctype;
 };
-
-static void add_validators(struct MHD_Response *resp, const struct repr *rp)
-{
-	if (rp->lastmod[0])
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, rp->lastmod);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, rp->etag);
-	if (rp->vary)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
-}
 
 static void add_entity_headers(struct MHD_Response *resp, const struct repr *rp)
 {
@@ -214,62 +174,12 @@ static void add_entity_headers(struct MHD_Response *resp, const struct repr *rp)
 	if (rp->encoding)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, rp->encoding);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-	add_validators(resp, rp);
+	fsd_resp_validators(resp, &rp->v);
 }
 
-static void respond_multipart(struct fsd_req *rq, struct repr *rp, const char *rel,
-                              const struct proto_range *r, unsigned n)
-{
-	uint64_t total;
-	int fd = rp->f.fd;
-
-	rp->f.fd = -1;
-	struct MHD_Response *resp = fsd_body_multipart(rq, fd, rel, rp->f.stx.stx_size,
-	                                               rp->ctype, r, n, &total);
-	if (!resp) {
-		fsd_req_error(rq, 500);
-		return;
-	}
-	if (rp->encoding)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, rp->encoding);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-	add_validators(resp, rp);
-	fsd_req_respond(rq, MHD_HTTP_PARTIAL_CONTENT, resp, total);
-}
-
-/* Accept-Encoding: is @coding acceptable (q > 0)? RFC 9110 12.5.3; an
- * explicit entry wins over "*". */
-static bool accepts(const char *ae, const char *coding)
-{
-	size_t cl = strlen(coding);
-	int star = -1, exact = -1;
-
-	for (const char *p = ae; *p;) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		const char *tok = p;
-		while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
-			p++;
-		size_t tl = (size_t)(p - tok);
-		int ok = 1;
-		while (*p && *p != ',') {
-			if (*p == ';') {
-				const char *q = p + 1;
-				while (*q == ' ' || *q == '\t')
-					q++;
-				if ((*q == 'q' || *q == 'Q') && q[1] == '=')
-					ok = strtod(q + 2, NULL) > 0;
-			}
-			p++;
-		}
-		if (tl == cl && !strncasecmp(tok, coding, cl))
-			exact = ok;
-		else if (tl == 1 && *tok == '*')
-			star = ok;
-	}
-	return exact >= 0 ? exact : star > 0;
-}
-
+/* Precompressed sidecars (FILE.br, FILE.zst, FILE.gz, mime.h): the first
+ * one the client accepts that exists, is a regular file and is not older
+ * than FILE replaces it. */
 static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 {
 	const char *ae = rq->h.accept_encoding;
@@ -279,12 +189,12 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 	 * Accept-Encoding: the choice depends on it either way. */
 	if (!fsd.conf.sidecars)
 		return;
-	rp->vary = true;
+	rp->v.vary = true;
 	if (!ae)
 		return;
 	for (size_t i = 0; i < FSD_NSIDECARS; i++) {
 		struct lk_file s;
-		if (!accepts(ae, fsd_sidecars[i].coding))
+		if (!proto_accepts_encoding(ae, fsd_sidecars[i].coding))
 			continue;
 		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, fsd_sidecars[i].ext) >= sizeof path)
 			return;
@@ -304,79 +214,102 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 	}
 }
 
+/* What is sent for @f (owned from here on), and its validators. */
+static void repr_make(struct fsd_req *rq, struct repr *rp, struct lk_file *f,
+                      const char *rel, const char *name)
+{
+	char suffix[8];
+
+	rp->f = *f;
+	f->fd = -1;
+	rp->ctype = fsd_mime_type(name);
+	pick_sidecar(rq, rel, rp);
+	if (rp->encoding)
+		snprintf(suffix, sizeof suffix, "-%s", rp->encoding);
+	proto_etag_make(rp->f.stx.stx_ino, rp->f.stx.stx_size, rp->f.stx.stx_mtime.tv_sec,
+	                rp->f.stx.stx_mtime.tv_nsec, rp->encoding ? suffix : NULL, rp->etag);
+	rp->mtime = (time_t)rp->f.stx.stx_mtime.tv_sec;
+	if (proto_httpdate_format(rp->mtime, rp->lastmod) < 0)
+		rp->mtime = -1;
+	rp->v.etag = rp->etag;
+	rp->v.lastmod = rp->lastmod;
+}
+
+static void respond_multipart(struct fsd_req *rq, struct repr *rp, const char *rel,
+                              const struct proto_range *r, unsigned n)
+{
+	uint64_t total;
+	int fd = rp->f.fd;
+
+	rp->f.fd = -1;
+	struct MHD_Response *resp = fsd_body_multipart(rq, fd, rel, rp->f.stx.stx_size,
+	                                               rp->ctype, r, n, &total);
+	if (!resp) {
+		fsd_req_error(rq, 500);
+		return;
+	}
+	if (rp->encoding)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, rp->encoding);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+	fsd_resp_validators(resp, &rp->v);
+	fsd_req_respond(rq, MHD_HTTP_PARTIAL_CONTENT, resp, total);
+}
+
+/* Range (and If-Range): answers 206 or 416 and returns true, or false
+ * when the whole file is to be sent. */
+static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
+{
+	uint64_t size = rp->f.stx.stx_size;
+	struct proto_range r[fsd.conf.max_ranges];
+	struct MHD_Response *resp;
+	unsigned n = 0;
+
+	if (!rq->h.range ||
+	    !proto_cond_if_range(rq->h.if_range, rp->etag, rp->mtime, time(NULL)))
+		return false;
+	switch (proto_range_parse(rq->h.range, strlen(rq->h.range), size, r,
+	                          fsd.conf.max_ranges, &n)) {
+	case PROTO_RANGE_UNSATISFIABLE:
+		close(rp->f.fd);
+		fsd_req_error(rq, 416);
+		if (rq->resp)
+			fsd_resp_content_range(rq->resp, NULL, size);
+		return true;
+	case PROTO_RANGE_OK:
+		if (n > 1) {
+			respond_multipart(rq, rp, rel, r, n);
+			return true;
+		}
+		uint64_t len = r[0].last - r[0].first + 1;
+		resp = fsd_body(rq, rp->f.fd, r[0].first, len, rel, NULL);
+		if (!resp) {
+			fsd_req_error(rq, 500);
+			return true;
+		}
+		add_entity_headers(resp, rp);
+		fsd_resp_content_range(resp, &r[0], size);
+		fsd_req_respond(rq, MHD_HTTP_PARTIAL_CONTENT, resp, len);
+		return true;
+	case PROTO_RANGE_IGNORE:
+		break;
+	}
+	return false;
+}
+
 static void serve_file(struct fsd_req *rq, struct lk_file *f,
                        const char *rel, const char *name)
 {
-	struct repr rp = { .f = *f };
+	struct repr rp = { .encoding = NULL };
 	struct MHD_Response *resp;
-	time_t now = time(NULL), mtime;
-	char suffix[8];
 
-	f->fd = -1;
-	rp.ctype = fsd_mime_type(name);
-	pick_sidecar(rq, rel, &rp);
-	if (rp.encoding)
-		snprintf(suffix, sizeof suffix, "-%s", rp.encoding);
-	proto_etag_make(rp.f.stx.stx_ino, rp.f.stx.stx_size, rp.f.stx.stx_mtime.tv_sec,
-	                rp.f.stx.stx_mtime.tv_nsec, rp.encoding ? suffix : NULL, rp.etag);
-	mtime = (time_t)rp.f.stx.stx_mtime.tv_sec;
-	if (proto_httpdate_format(mtime, rp.lastmod) < 0)
-		mtime = -1;
-
-	switch (fsd_req_cond(rq, rp.etag, mtime)) {
-	case PROTO_COND_NOT_MODIFIED:
+	repr_make(rq, &rp, f, rel, name);
+	if (fsd_req_preconditions(rq, &rp.v, rp.mtime)) {
 		close(rp.f.fd);
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-		if (resp)
-			add_validators(resp, &rp);
-		fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);
 		return;
-	case PROTO_COND_PRECONDITION_FAILED:
-		close(rp.f.fd);
-		fsd_req_error(rq, 412);
-		return;
-	case PROTO_COND_PROCEED:
-		break;
 	}
-
+	if (serve_ranges(rq, &rp, rel))
+		return;
 	uint64_t size = rp.f.stx.stx_size;
-	if (rq->h.range && proto_cond_if_range(rq->h.if_range, rp.etag, mtime, now)) {
-		struct proto_range r[fsd.conf.max_ranges];
-		unsigned n = 0;
-		char cr_hdr[80];
-
-		switch (proto_range_parse(rq->h.range, strlen(rq->h.range), size, r,
-		                          fsd.conf.max_ranges, &n)) {
-		case PROTO_RANGE_UNSATISFIABLE:
-			close(rp.f.fd);
-			fsd_req_error(rq, 416);
-			if (rq->resp) {
-				snprintf(cr_hdr, sizeof cr_hdr, "bytes */%llu", (unsigned long long)size);
-				MHD_add_response_header(rq->resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr_hdr);
-			}
-			return;
-		case PROTO_RANGE_OK:
-			if (n > 1) {
-				respond_multipart(rq, &rp, rel, r, n);
-				return;
-			}
-			uint64_t len = r[0].last - r[0].first + 1;
-			resp = fsd_body(rq, rp.f.fd, r[0].first, len, rel, NULL);
-			if (!resp) {
-				fsd_req_error(rq, 500);
-				return;
-			}
-			add_entity_headers(resp, &rp);
-			snprintf(cr_hdr, sizeof cr_hdr, "bytes %llu-%llu/%llu",
-			         (unsigned long long)r[0].first, (unsigned long long)r[0].last,
-			         (unsigned long long)size);
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr_hdr);
-			fsd_req_respond(rq, MHD_HTTP_PARTIAL_CONTENT, resp, len);
-			return;
-		case PROTO_RANGE_IGNORE:
-			break;
-		}
-	}
 	resp = fsd_body(rq, rp.f.fd, 0, size, rel,
 	                rp.encoding ? NULL : &rp.f.stx);
 	if (!resp) {
@@ -440,7 +373,7 @@ static void serve_dir(struct fsd_req *rq, struct lk_file *f,
 		}
 		if (r != -ENOENT && r != -EPERM) {
 			close(f->fd);
-			fsd_log_fs_req(rq, "open", ipath, r);
+			fsd_req_fs_error(rq, "open", ipath, r);
 			return;
 		}
 	}
@@ -512,7 +445,7 @@ void fsd_static_handle(struct fsd_req *rq)
 	}
 	r = open_served(rq, rel, true, &f, &cfg);
 	if (r < 0) {
-		fsd_log_fs_req(rq, "open", rel, r);
+		fsd_req_fs_error(rq, "open", rel, r);
 		return;
 	}
 	if (S_ISDIR(f.stx.stx_mode)) {
