@@ -11,6 +11,7 @@
 #ifndef FSD_DAEMON_H
 #define FSD_DAEMON_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -112,6 +113,7 @@ struct fsd_req {
 /* ---- worker ---- */
 struct fsd_worker {
 	unsigned id;
+	pthread_t thread;
 	struct event_base *base;
 	async_engine_t *engine;
 	size_t nmhd;
@@ -142,6 +144,7 @@ struct fsd_worker {
 int fsd_worker_start(struct fsd_worker *w);
 void fsd_worker_stop(struct fsd_worker *w);   /* from main: async */
 void fsd_worker_join(struct fsd_worker *w);
+/* worker_susp.c */
 /* Puts @rq on the suspended list with its deadline. */
 void fsd_worker_track(struct fsd_worker *w, struct fsd_req *rq);
 void fsd_worker_untrack(struct fsd_worker *w, struct fsd_req *rq);

@@ -15,6 +15,7 @@ fileserverd_SOURCES = \
 	daemon/log_open.c daemon/log_int.h
 fileserverd_SOURCES += \
 	daemon/server.c \
+	daemon/worker_susp.c \
 	daemon/sent.c daemon/sent.h \
 	daemon/mime.c daemon/mime.h
 fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS) $(XXHASH_CFLAGS) $(URING_CFLAGS)

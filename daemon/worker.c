@@ -23,8 +23,6 @@
 /* Grace period for in-flight responses after a stop request. */
 #define FSD_STOP_GRACE_MS 1000
 
-static pthread_t threads[1024];
-
 /* MHD must see the raw request-target: proto/ decodes it, and only the
  * raw form tells an encoded "/" or NUL from a literal one. */
 static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
@@ -135,12 +133,6 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 	schedule(w);
 }
 
-void fsd_worker_kick(struct fsd_worker *w)
-{
-	w->resumed = true;
-	event_active(w->kick_ev, EV_TIMEOUT, 0);
-}
-
 static void expire(struct fsd_worker *w)
 {
 	uint64_t now = fibril_now_ns();
@@ -210,34 +202,6 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 	fsd_listing_stop(w);
 	run_mhd(w);
 	schedule(w);
-}
-
-void fsd_worker_track(struct fsd_worker *w, struct fsd_req *rq)
-{
-	rq->deadline_ns = fibril_now_ns() +
-	                  (uint64_t)fsd.conf.request_timeout * 1000000000ull;
-	rq->next = NULL;
-	rq->prev = w->susp_tail;
-	if (w->susp_tail)
-		w->susp_tail->next = rq;
-	else
-		w->susp_head = rq;
-	w->susp_tail = rq;
-}
-
-void fsd_worker_untrack(struct fsd_worker *w, struct fsd_req *rq)
-{
-	if (rq->prev)
-		rq->prev->next = rq->next;
-	else if (w->susp_head == rq)
-		w->susp_head = rq->next;
-	else
-		return;         /* not tracked */
-	if (rq->next)
-		rq->next->prev = rq->prev;
-	else
-		w->susp_tail = rq->prev;
-	rq->prev = rq->next = NULL;
 }
 
 static int worker_setup(struct fsd_worker *w)
@@ -396,9 +360,7 @@ int fsd_worker_start(struct fsd_worker *w)
 	w->stop_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->stop_efd < 0)
 		return -errno;
-	if (w->id >= sizeof threads / sizeof *threads)
-		return -EINVAL;
-	r = pthread_create(&threads[w->id], NULL, worker_main, w);
+	r = pthread_create(&w->thread, NULL, worker_main, w);
 	return -r;
 }
 
@@ -412,6 +374,6 @@ void fsd_worker_stop(struct fsd_worker *w)
 
 void fsd_worker_join(struct fsd_worker *w)
 {
-	pthread_join(threads[w->id], NULL);
+	pthread_join(w->thread, NULL);
 	close(w->stop_efd);
 }
