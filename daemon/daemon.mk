@@ -43,6 +43,7 @@ EXTRA_DIST += t/daemon/lib.sh
 fileserverd_SOURCES += \
 	daemon/listing_int.h \
 	daemon/listing_params.c \
+	daemon/listing_run.c \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \
 	daemon/listing_etag.c

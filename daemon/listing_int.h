@@ -4,6 +4,8 @@
  *   listing.c         the hook: parameters, negotiation, the bound, the
  *                     first window on the request fibril, 304, buffered
  *                     or streamed response.
+ *   listing_run.c     one listing being rendered: rows, compression,
+ *                     validator, headers (for the hook and the stream).
  *   listing_stream.c  the streamed response: MHD content reader fed by
  *                     lk_scan_next_cb(), suspend/resume around waits.
  *   listing_params.c  the query, Accept and Accept-Encoding.
@@ -75,7 +77,7 @@ void lst_etag_entry(struct lst_etag *t, const struct lk_entry *e);
  * page has a successor. */
 void lst_etag_final(const struct lst_etag *t, bool more, char *out);
 
-/* ---- one listing being rendered (listing.c) ---- */
+/* ---- one listing being rendered (listing_run.c) ---- */
 struct lst_run {
 	struct lst_params p;
 	struct proto_listing l;   /* the renderer; l.path is urlpath */
@@ -98,6 +100,11 @@ struct lst_run {
 	char *cursor;             /* name of the page's last entry (limit reached) */
 };
 
+/* The scan's options for @r's parameters and @cfg (sort, window,
+ * page, flags); @group cancels it with the request, NULL for one the
+ * stream cancels itself. */
+void lst_run_scan_opts(struct lst_run *r, const struct conf_listing *cfg,
+                       lk_group_t *group, struct lk_scan_opts *o);
 /* Opens the deferred scan (the stream's first read, on the loop
  * thread: lk_scan_open never parks). 0 or -errno. */
 int lst_run_open(struct lst_run *r);
