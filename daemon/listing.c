@@ -56,7 +56,8 @@ static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
 
 	lst_run_scan_opts(r, cfg, rq->group, &o);
 	o.dir = dir;
-	return lk_scan_open(fsd.lkroot, r->relpath, &o, &r->scan);
+	int rc = lk_scan_open(fsd.lkroot, r->relpath, &o, &r->scan);
+	return rc < 0 ? rc : 0;
 }
 
 /* 304 or a whole body with its ETag in the header. */
@@ -100,6 +101,131 @@ static void respond_whole(struct fsd_req *rq, struct lst_run *r, const char *inm
 	fsd_req_respond(rq, status, resp, status == MHD_HTTP_OK ? r->out.len : 0);
 }
 
+/* Sets @r up for the request and takes a place in the worker's bound;
+ * false when @rq is answered instead (dir->fd closed). */
+static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir,
+                      const char *urlpath, const char *relpath,
+                      const struct conf_listing *cfg)
+{
+	int st = lst_params_parse(&r->p, rq->uri, &rq->h, cfg);
+
+	if (st) {
+		close(dir->fd);
+		lst_params_free(&r->p);
+		fsd_req_error(rq, (unsigned)st);
+		return false;
+	}
+	if (rq->w->listings >= fsd.conf.max_listings) {
+		close(dir->fd);
+		lst_params_free(&r->p);
+		fsd_req_error(rq, 503);         /* with Retry-After */
+		return false;
+	}
+	r->urlpath = strdup(urlpath);
+	r->relpath = strdup(relpath);
+	if (!r->urlpath || !r->relpath || (r->p.gzip && lst_gz_init(&r->gz) < 0)) {
+		close(dir->fd);
+		lst_run_free(r);
+		fsd_req_error(rq, 500);
+		return false;
+	}
+	r->l = (struct proto_listing){
+		.format = r->p.fmt,
+		.path = r->urlpath,
+		.pathlen = strlen(r->urlpath),
+		.sort = r->p.sort,
+		.desc = r->p.q.desc,
+		.limit = r->p.q.limit,
+	};
+	rq->w->listings++;
+	lst_etag_init(&r->tag, &r->p, r->urlpath);
+	return true;
+}
+
+static int begin(struct lst_run *r)
+{
+	return proto_listing_begin(&r->l, r->p.gzip ? &r->raw : &r->out) < 0 ? -ENOMEM : 0;
+}
+
+/* Renders from the open scan until the listing ends or, without
+ * If-None-Match or a page, LST_FIRST_BYTES of output are ready (*stream
+ * set: the rest follows from the loop); with If-None-Match past
+ * LST_INM_BYTES it only hashes. 0 or -errno. */
+static int first_window(struct lst_run *r, const char *inm, bool *stream)
+{
+	const struct lk_entry *ents;
+	size_t n;
+	int rc = begin(r);
+
+	if (rc < 0)
+		return rc;
+	while ((rc = lk_scan_next(r->scan, &ents, &n)) > 0) {
+		if (lst_run_feed(r, ents, n) < 0)
+			return -ENOMEM;
+		size_t have = r->raw.len + r->out.len;
+		if (!inm && !r->p.q.limit && have >= LST_FIRST_BYTES) {
+			*stream = true;
+			return 0;
+		}
+		if (inm && r->render && have >= LST_INM_BYTES) {
+			r->render = false;      /* hash the rest only */
+			proto_buf_free(&r->raw);
+			proto_buf_free(&r->out);
+		}
+	}
+	return rc < 0 ? rc : 0;
+}
+
+/* The listing was scanned to its end: answers it whole (or 304) and
+ * returns true; false for an If-None-Match that did not match a listing
+ * too large to hold, which a fresh scan streams. */
+static bool answer_whole(struct fsd_req *rq, struct lst_run *r, const char *inm)
+{
+	if (!r->render) {
+		char etag[32];
+		lst_run_etag(r, etag);
+		if (proto_etag_match(inm, strlen(inm), etag, true) != 1)
+			return false;
+	}
+	respond_whole(rq, r, inm);
+	rq->w->listings--;
+	lst_run_free(r);
+	return true;
+}
+
+/* Starts the scan over for a body to stream. 0 or -errno. */
+static int rescan(struct fsd_req *rq, struct lst_run *r, const struct conf_listing *cfg)
+{
+	lk_scan_close(r->scan);
+	r->scan = NULL;
+	r->render = true;
+	r->count = 0;
+	r->more = false;
+	lst_etag_init(&r->tag, &r->p, r->urlpath);
+	if (r->p.gzip) {
+		lst_gz_end(&r->gz);
+		if (lst_gz_init(&r->gz) < 0)
+			return -ENOMEM;
+	}
+	int rc = scan_open(r, cfg, rq, NULL);
+	return rc < 0 ? rc : begin(r);
+}
+
+/* What is rendered so far goes out with the headers; the stream takes
+ * @r over (and its place in the bound). 0 or -ENOMEM. */
+static int respond_stream(struct fsd_req *rq, struct lst_run *r)
+{
+	if (lst_run_pump(r, Z_SYNC_FLUSH) < 0)
+		return -ENOMEM;
+	struct MHD_Response *resp = lst_stream_response(rq, r);
+	if (!resp) {
+		fsd_req_error(rq, 500);
+		return 0;
+	}
+	fsd_req_respond(rq, MHD_HTTP_OK, resp, 0);
+	return 0;
+}
+
 int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
                        const char *urlpath, const char *relpath,
                        const struct conf_listing *cfg)
@@ -107,46 +233,15 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 	const char *inm = rq->h.if_none_match;
 	struct lst_run r = { .render = true,
 	                     .show_hidden = cfg->dotfiles == CONF_DOT_LIST };
-	const struct lk_entry *ents;
-	size_t n;
 	bool stream = false;
-	int rc, st;
+	int rc;
 
 	if (!cfg->enabled) {
 		close(dir->fd);
 		return -ENOSYS;
 	}
-	st = lst_params_parse(&r.p, rq->uri, &rq->h, cfg);
-	if (st) {
-		close(dir->fd);
-		lst_params_free(&r.p);
-		fsd_req_error(rq, (unsigned)st);
+	if (!run_start(rq, &r, dir, urlpath, relpath, cfg))
 		return 0;
-	}
-	if (rq->w->listings >= fsd.conf.max_listings) {
-		close(dir->fd);
-		lst_params_free(&r.p);
-		fsd_req_error(rq, 503);         /* with Retry-After */
-		return 0;
-	}
-	r.urlpath = strdup(urlpath);
-	r.relpath = strdup(relpath);
-	if (!r.urlpath || !r.relpath || (r.p.gzip && lst_gz_init(&r.gz) < 0)) {
-		close(dir->fd);
-		lst_run_free(&r);
-		fsd_req_error(rq, 500);
-		return 0;
-	}
-	r.l = (struct proto_listing){
-		.format = r.p.fmt,
-		.path = r.urlpath,
-		.pathlen = strlen(r.urlpath),
-		.sort = r.p.sort,
-		.desc = r.p.q.desc,
-		.limit = r.p.q.limit,
-	};
-	rq->w->listings++;
-	lst_etag_init(&r.tag, &r.p, r.urlpath);
 	if (!inm && !r.p.q.limit && dir->stx.stx_size >= LST_EARLY_DIR_BYTES) {
 		/* A large directory: the status, headers and prologue leave
 		 * now; its names are read and sorted by the stream. The scan
@@ -155,99 +250,27 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		r.deferred = true;
 		r.dir = *dir;
 		lst_run_scan_opts(&r, cfg, NULL, &r.so);
-		if (proto_listing_begin(&r.l, r.p.gzip ? &r.raw : &r.out) < 0) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		goto stream;
+		rc = begin(&r);
+	} else {
+		rc = scan_open(&r, cfg, rq, dir);
+		close(dir->fd);
+		if (rc == 0)
+			rc = first_window(&r, inm, &stream);
+		if (rc == 0 && !stream && answer_whole(rq, &r, inm))
+			return 0;
+		if (rc == 0 && !stream)
+			rc = rescan(rq, &r, cfg);
 	}
-	rc = scan_open(&r, cfg, rq, dir);
-	close(dir->fd);
-	if (rc < 0)
-		goto fail;
-	if (proto_listing_begin(&r.l, r.p.gzip ? &r.raw : &r.out) < 0) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	for (;;) {
-		rc = lk_scan_next(r.scan, &ents, &n);
-		if (rc <= 0)
-			break;
-		if (lst_run_feed(&r, ents, n) < 0) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		size_t have = r.raw.len + r.out.len;
-		if (!inm && !r.p.q.limit && have >= LST_FIRST_BYTES) {
-			stream = true;          /* the rest follows from the loop */
-			break;
-		}
-		if (inm && r.render && have >= LST_INM_BYTES) {
-			r.render = false;       /* hash the rest only */
-			proto_buf_free(&r.raw);
-			proto_buf_free(&r.out);
-		}
-	}
-	if (rc < 0)
-		goto fail;
-	if (!stream && r.render) {
-		respond_whole(rq, &r, inm);
+	if (rc == 0)
+		rc = respond_stream(rq, &r);
+	if (rc < 0) {
 		rq->w->listings--;
 		lst_run_free(&r);
-		return 0;
+		if (rc == -ENOMEM)
+			fsd_req_error(rq, 500);
+		else
+			fsd_req_fs_error(rq, "listing", relpath, rc);
 	}
-	if (!stream) {
-		/* If-None-Match on a listing too large to hold. */
-		char etag[32];
-		lst_run_etag(&r, etag);
-		if (proto_etag_match(inm, strlen(inm), etag, true) == 1) {
-			respond_whole(rq, &r, inm);
-			rq->w->listings--;
-			lst_run_free(&r);
-			return 0;
-		}
-		/* Changed: a fresh scan streams the body. */
-		lk_scan_close(r.scan);
-		r.scan = NULL;
-		r.render = true;
-		r.count = 0;
-		r.more = false;
-		lst_etag_init(&r.tag, &r.p, r.urlpath);
-		if (r.p.gzip) {
-			lst_gz_end(&r.gz);
-			if (lst_gz_init(&r.gz) < 0) {
-				rc = -ENOMEM;
-				goto fail;
-			}
-		}
-		rc = scan_open(&r, cfg, rq, NULL);
-		if (rc < 0)
-			goto fail;
-		if (proto_listing_begin(&r.l, r.p.gzip ? &r.raw : &r.out) < 0) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-	}
-stream:
-	/* Streaming: what is rendered so far goes out with the headers. */
-	if (lst_run_pump(&r, Z_SYNC_FLUSH) < 0) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	struct MHD_Response *resp = lst_stream_response(rq, &r);
-	if (!resp) {
-		fsd_req_error(rq, 500);
-		return 0;
-	}
-	fsd_req_respond(rq, MHD_HTTP_OK, resp, 0);
-	return 0;
-fail:
-	rq->w->listings--;
-	lst_run_free(&r);
-	if (rc == -ENOMEM)
-		fsd_req_error(rq, 500);
-	else
-		fsd_req_fs_error(rq, "listing", relpath, rc);
 	return 0;
 }
 
