@@ -96,8 +96,8 @@ int conf_init(struct conf *c)
 	c->listing.enabled = true;
 	c->listing.dotfiles = CONF_DOT_OFF;
 	c->listing.symlink_targets = CONF_TARGETS_BENEATH;
-	c->listing.format = CONF_FMT_HTML;
-	c->listing.sort = CONF_SORT_NAME;
+	c->listing.format = PROTO_FMT_HTML;
+	c->listing.sort = PROTO_SORT_NAME;
 	c->listing.window = 256;
 	c->listing.local_window = 4096;
 	c->listing.attrs_from_lookup = true;
@@ -280,6 +280,7 @@ static int pick(const char *v, const char *const *names, int n)
 	return -1;
 }
 
+/* In the order of enum proto_list_format, from PROTO_FMT_HTML. */
 static const char *const formats[] = { "html", "json", "ndjson" };
 
 /* off | serve | list; the boolean words of older files still mean off
@@ -296,6 +297,7 @@ static int parse_dotfiles(const char *v)
 		return b ? CONF_DOT_LIST : CONF_DOT_OFF;
 	return -1;
 }
+/* In the order of enum proto_list_sort, from PROTO_SORT_NAME. */
 static const char *const sorts[] = { "name", "size", "mtime", "none" };
 
 #define BAD(...) do { report(ld, ld->line, __VA_ARGS__); return 1; } while (0)
@@ -349,11 +351,11 @@ static int listing_key(struct load *ld, struct conf_listing *l,
 	else if (!strcmp(name, "default_format")) {
 		if ((i = pick(v, formats, 3)) < 0)
 			BAD("default_format: expected html, json or ndjson, got '%s'", v);
-		l->format = (enum conf_listing_fmt)i;
+		l->format = (enum proto_list_format)(PROTO_FMT_HTML + i);
 	} else if (!strcmp(name, "default_sort")) {
 		if ((i = pick(v, sorts, 4)) < 0)
 			BAD("default_sort: expected name, size, mtime or none, got '%s'", v);
-		l->sort = (enum conf_listing_sort)i;
+		l->sort = (enum proto_list_sort)(PROTO_SORT_NAME + i);
 	} else if (!strcmp(name, "window")) {
 		if (!set_uint(ld, name, v, 1, 65536, false, &n))
 			l->window = (unsigned)n;

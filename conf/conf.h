@@ -13,9 +13,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-enum conf_listing_fmt { CONF_FMT_HTML = 0, CONF_FMT_JSON, CONF_FMT_NDJSON };
-enum conf_listing_sort { CONF_SORT_NAME = 0, CONF_SORT_SIZE, CONF_SORT_MTIME,
-                         CONF_SORT_NONE };
+#include "proto/listing_opts.h"
+
 /** Names starting with '.': hidden (listed no, served no: 404), served
  *  when asked for by name but not listed, or listed and served. Ordered
  *  from the most to the least restrictive. */
@@ -36,8 +35,8 @@ struct conf_listing {
 	bool enabled;                 /**< listings on (default true) */
 	enum conf_dotfiles dotfiles;  /**< names starting with '.' (default off) */
 	enum conf_symlink_targets symlink_targets; /**< (default beneath) */
-	enum conf_listing_fmt format; /**< default_format (default html) */
-	enum conf_listing_sort sort;  /**< default_sort (default name) */
+	enum proto_list_format format; /**< default_format (default html) */
+	enum proto_list_sort sort;    /**< default_sort (default name) */
 	unsigned window;              /**< statx window (default 256) */
 	unsigned local_window;        /**< ... on local file systems (default 4096) */
 	bool attrs_from_lookup;       /**< statx with AT_STATX_DONT_SYNC (default true) */

@@ -15,49 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The weight Accept gives a format (its best media type). */
-static int fmt_q(const char *accept, enum proto_list_format f)
-{
-	int q, q2;
-
-	switch (f) {
-	case PROTO_FMT_JSON:
-		return proto_accept_q(accept, "application", "json");
-	case PROTO_FMT_NDJSON:
-		q = proto_accept_q(accept, "application", "x-ndjson");
-		q2 = proto_accept_q(accept, "application", "ndjson");
-		return q > q2 ? q : q2;
-	default:
-		q = proto_accept_q(accept, "text", "html");
-		q2 = proto_accept_q(accept, "application", "xhtml+xml");
-		return q > q2 ? q : q2;
-	}
-}
-
-static enum proto_list_format negotiate(const char *accept,
-                                        enum proto_list_format dflt)
-{
-	enum proto_list_format order[3] = { dflt, PROTO_FMT_HTML, PROTO_FMT_JSON };
-	enum proto_list_format pick = dflt;
-	int best = 0;
-
-	if (!accept || !*accept)
-		return dflt;
-	/* The default first, so that it wins ties (curl's "*" "/" "*"). */
-	if (dflt == PROTO_FMT_HTML)
-		order[1] = PROTO_FMT_NDJSON;
-	else if (dflt == PROTO_FMT_JSON)
-		order[2] = PROTO_FMT_NDJSON;
-	for (int i = 0; i < 3; i++) {
-		int q = fmt_q(accept, order[i]);
-		if (q > best) {
-			best = q;
-			pick = order[i];
-		}
-	}
-	return pick;
-}
-
 void lst_params_free(struct lst_params *p)
 {
 	free(p->qbuf);
@@ -93,11 +50,7 @@ int lst_params_parse(struct lst_params *p, const char *uri,
 	}
 	if (p->q.limit > LST_MAX_LIMIT)
 		p->q.limit = LST_MAX_LIMIT;
-	p->sort = p->q.sort;
-	if (p->sort == PROTO_SORT_DEFAULT)
-		p->sort = cfg->sort == CONF_SORT_SIZE ? PROTO_SORT_SIZE
-		        : cfg->sort == CONF_SORT_MTIME ? PROTO_SORT_MTIME
-		        : cfg->sort == CONF_SORT_NONE ? PROTO_SORT_NONE : PROTO_SORT_NAME;
+	p->sort = p->q.sort == PROTO_SORT_DEFAULT ? cfg->sort : p->q.sort;
 	/* A cursor is a name: it only means something in name order
 	 * (lookup.h: LK_SORT_NAME without LK_SCAN_DIRS_FIRST). */
 	if (p->q.after && (p->sort != PROTO_SORT_NAME || p->q.dirs_first))
@@ -106,9 +59,7 @@ int lst_params_parse(struct lst_params *p, const char *uri,
 	if (p->fmt_given)
 		p->fmt = p->q.format;
 	else
-		p->fmt = negotiate(h->accept, cfg->format == CONF_FMT_JSON ? PROTO_FMT_JSON
-		                   : cfg->format == CONF_FMT_NDJSON ? PROTO_FMT_NDJSON
-		                   : PROTO_FMT_HTML);
+		p->fmt = proto_listing_negotiate(h->accept, cfg->format);
 	p->gzip = proto_accepts_encoding(h->accept_encoding, "gzip");
 	return 0;
 }

@@ -596,18 +596,49 @@ bool proto_path_hidden(const char *path, size_t len)
 	return false;
 }
 
-enum proto_list_format proto_listing_negotiate(const char *accept)
+/* The weight Accept gives a format (its best media type). */
+static int fmt_q(const char *accept, enum proto_list_format f)
 {
-	int qh, qj, qn;
+	int q, q2;
 
+	switch (f) {
+	case PROTO_FMT_JSON:
+		return proto_accept_q(accept, "application", "json");
+	case PROTO_FMT_NDJSON:
+		q = proto_accept_q(accept, "application", "x-ndjson");
+		q2 = proto_accept_q(accept, "application", "ndjson");
+		return q > q2 ? q : q2;
+	default:
+		return proto_accept_q(accept, "text", "html");
+	}
+}
+
+enum proto_list_format proto_listing_negotiate(const char *accept,
+                                               enum proto_list_format dflt)
+{
+	static const enum proto_list_format all[3] = {
+		PROTO_FMT_HTML, PROTO_FMT_JSON, PROTO_FMT_NDJSON,
+	};
+	enum proto_list_format order[3], pick;
+	int best = 0, k = 1;
+
+	if (dflt == PROTO_FMT_DEFAULT)
+		dflt = PROTO_FMT_HTML;
+	pick = dflt;
 	if (!accept || !*accept)
-		return PROTO_FMT_HTML;
-	qh = proto_accept_q(accept, "text", "html");
-	qj = proto_accept_q(accept, "application", "json");
-	qn = proto_accept_q(accept, "application", "x-ndjson");
-	if (qj > qh && qj >= qn)
-		return PROTO_FMT_JSON;
-	if (qn > qh)
-		return PROTO_FMT_NDJSON;
-	return PROTO_FMT_HTML;
+		return dflt;
+	/* The default first, so that it wins ties (curl's "*" "/" "*");
+	 * then HTML, JSON, NDJSON. */
+	order[0] = dflt;
+	for (int i = 0; i < 3; i++)
+		if (all[i] != dflt)
+			order[k++] = all[i];
+	for (int i = 0; i < 3; i++) {
+		int q = fmt_q(accept, order[i]);
+		if (q > best) {
+			best = q;
+			pick = order[i];
+		}
+	}
+	return pick;
 }

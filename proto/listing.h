@@ -135,10 +135,13 @@ const char *proto_listing_content_type(enum proto_list_format f);
 
 /**
  * Chooses a format from an Accept header value (NULL: absent) when the
- * query named none: JSON if application/json is acceptable and ranked
- * above text/html, NDJSON likewise for application/x-ndjson, else HTML.
+ * query named none: the one whose media type (text/html,
+ * application/json, application/x-ndjson or application/ndjson) Accept
+ * weighs highest, @dflt (the configured default_format; DEFAULT means
+ * HTML) on a tie and when none is acceptable.
  */
-enum proto_list_format proto_listing_negotiate(const char *accept);
+enum proto_list_format proto_listing_negotiate(const char *accept,
+                                               enum proto_list_format dflt);
 
 /** Whether a '/'-separated path (@len bytes, relative or absolute)
  *  names something hidden: one of its components starts with '.' and

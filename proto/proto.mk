@@ -4,7 +4,7 @@
 noinst_LTLIBRARIES += proto/libproto.la
 proto_libproto_la_SOURCES = \
 	proto/buf.c proto/buf.h \
-	proto/url.c proto/url.h \
+	proto/url.c proto/url.h proto/listing_opts.h \
 	proto/mime.c proto/mime.h \
 	proto/httpdate.c proto/httpdate.h \
 	proto/accept.c proto/accept.h \

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "proto/listing_opts.h"
+
 /** A decoded request target. All pointers point into the caller's
  *  buffer given to proto_url_parse(); they live as long as it does. */
 struct proto_target {
@@ -74,20 +76,6 @@ const char *proto_url_relpath(const char *path);
  */
 int proto_query_get(const char *query, size_t qlen, const char *name,
                     char *out, size_t outsz);
-
-enum proto_list_format {
-	PROTO_FMT_DEFAULT = 0,  /* not given: negotiate from Accept */
-	PROTO_FMT_HTML,
-	PROTO_FMT_JSON,
-	PROTO_FMT_NDJSON,
-};
-enum proto_list_sort {
-	PROTO_SORT_DEFAULT = 0, /* not given: name */
-	PROTO_SORT_NAME,
-	PROTO_SORT_SIZE,
-	PROTO_SORT_MTIME,
-	PROTO_SORT_NONE,        /* directory order, streamed */
-};
 
 /** The listing parameters of a query. */
 struct proto_listq {

@@ -131,8 +131,8 @@ START_TEST(full_file)
 	ck_assert_uint_eq(c.fcache_bytes, 1u << 20);
 	ck_assert_str_eq(c.index, "");
 	ck_assert(c.listing.dotfiles);
-	ck_assert_int_eq(c.listing.format, CONF_FMT_NDJSON);
-	ck_assert_int_eq(c.listing.sort, CONF_SORT_MTIME);
+	ck_assert_int_eq(c.listing.format, PROTO_FMT_NDJSON);
+	ck_assert_int_eq(c.listing.sort, PROTO_SORT_MTIME);
 	ck_assert_uint_eq(c.listing.window, 64);
 	ck_assert_uint_eq(c.listing.local_window, 512);
 	ck_assert(!c.listing.attrs_from_lookup);

@@ -611,22 +611,32 @@ END_TEST
 
 START_TEST(negotiate)
 {
-	ck_assert_int_eq(proto_listing_negotiate(NULL), PROTO_FMT_HTML);
-	ck_assert_int_eq(proto_listing_negotiate(""), PROTO_FMT_HTML);
-	ck_assert_int_eq(proto_listing_negotiate("*/*"), PROTO_FMT_HTML);
+	ck_assert_int_eq(proto_listing_negotiate(NULL, PROTO_FMT_DEFAULT), PROTO_FMT_HTML);
+	ck_assert_int_eq(proto_listing_negotiate("", PROTO_FMT_DEFAULT), PROTO_FMT_HTML);
+	ck_assert_int_eq(proto_listing_negotiate("*/*", PROTO_FMT_DEFAULT), PROTO_FMT_HTML);
 	ck_assert_int_eq(proto_listing_negotiate(
-		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", PROTO_FMT_DEFAULT),
 		PROTO_FMT_HTML);
-	ck_assert_int_eq(proto_listing_negotiate("application/json"), PROTO_FMT_JSON);
-	ck_assert_int_eq(proto_listing_negotiate("Application/JSON;charset=utf-8"), PROTO_FMT_JSON);
-	ck_assert_int_eq(proto_listing_negotiate("application/x-ndjson"), PROTO_FMT_NDJSON);
-	ck_assert_int_eq(proto_listing_negotiate("text/html;q=0.5, application/json"),
+	ck_assert_int_eq(proto_listing_negotiate("application/json", PROTO_FMT_DEFAULT), PROTO_FMT_JSON);
+	ck_assert_int_eq(proto_listing_negotiate("Application/JSON;charset=utf-8", PROTO_FMT_DEFAULT), PROTO_FMT_JSON);
+	ck_assert_int_eq(proto_listing_negotiate("application/x-ndjson", PROTO_FMT_DEFAULT), PROTO_FMT_NDJSON);
+	ck_assert_int_eq(proto_listing_negotiate("text/html;q=0.5, application/json", PROTO_FMT_DEFAULT),
 	                 PROTO_FMT_JSON);
-	ck_assert_int_eq(proto_listing_negotiate("text/html, application/json;q=0.9"),
+	ck_assert_int_eq(proto_listing_negotiate("text/html, application/json;q=0.9", PROTO_FMT_DEFAULT),
 	                 PROTO_FMT_HTML);
-	ck_assert_int_eq(proto_listing_negotiate("application/*"), PROTO_FMT_JSON);
-	ck_assert_int_eq(proto_listing_negotiate("application/json;q=0, */*"), PROTO_FMT_HTML);
-	ck_assert_int_eq(proto_listing_negotiate("garbage"), PROTO_FMT_HTML);
+	ck_assert_int_eq(proto_listing_negotiate("application/*", PROTO_FMT_DEFAULT), PROTO_FMT_JSON);
+	ck_assert_int_eq(proto_listing_negotiate("application/json;q=0, */*", PROTO_FMT_DEFAULT), PROTO_FMT_HTML);
+	ck_assert_int_eq(proto_listing_negotiate("garbage", PROTO_FMT_DEFAULT), PROTO_FMT_HTML);
+	ck_assert_int_eq(proto_listing_negotiate("application/ndjson", PROTO_FMT_HTML),
+	                 PROTO_FMT_NDJSON);
+	/* The configured default: without Accept, and on a tie. */
+	ck_assert_int_eq(proto_listing_negotiate(NULL, PROTO_FMT_NDJSON), PROTO_FMT_NDJSON);
+	ck_assert_int_eq(proto_listing_negotiate("*/*", PROTO_FMT_JSON), PROTO_FMT_JSON);
+	ck_assert_int_eq(proto_listing_negotiate("text/html, application/json", PROTO_FMT_JSON),
+	                 PROTO_FMT_JSON);
+	ck_assert_int_eq(proto_listing_negotiate("text/html, application/json;q=0.9",
+	                                         PROTO_FMT_JSON), PROTO_FMT_HTML);
+	ck_assert_int_eq(proto_listing_negotiate("image/png", PROTO_FMT_NDJSON), PROTO_FMT_NDJSON);
 	ck_assert_str_eq(proto_listing_content_type(PROTO_FMT_JSON), "application/json");
 	ck_assert_str_eq(proto_listing_content_type(PROTO_FMT_NDJSON), "application/x-ndjson");
 	ck_assert_str_eq(proto_listing_content_type(PROTO_FMT_DEFAULT), "text/html; charset=utf-8");
