@@ -193,7 +193,16 @@ static void fit_fd_limit(struct conf *c)
 	        c->max_connections_per_ip, n);
 }
 
-int main(int argc, char **argv)
+/* The command line: overrides the configuration file. */
+struct args {
+	const char *config, *root;
+	char **listen;
+	int nlisten, workers;
+	bool test;
+};
+
+/* Returns -1 to go on, else the exit status (-V, -h, a bad option). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -205,20 +214,16 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *config = NULL, *root = NULL;
-	char **listen_args = NULL;
-	int nlisten_args = 0, workers = 0, ch, errors = 0;
-	bool test = false;
-	struct conf *c = &fsd.conf;
+	int ch;
 
-	listen_args = calloc((size_t)argc, sizeof *listen_args);
-	if (!listen_args)
+	a->listen = calloc((size_t)argc, sizeof *a->listen);
+	if (!a->listen)
 		return 1;
 	while ((ch = getopt_long(argc, argv, "c:r:l:w:tVh", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'c': config = optarg; break;
-		case 'r': root = optarg; break;
-		case 'l': listen_args[nlisten_args++] = optarg; break;
+		case 'c': a->config = optarg; break;
+		case 'r': a->root = optarg; break;
+		case 'l': a->listen[a->nlisten++] = optarg; break;
 		case 'w': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -226,10 +231,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "fileserverd: --workers: expected 1..1024, got '%s'\n", optarg);
 				return 2;
 			}
-			workers = (int)v;
+			a->workers = (int)v;
 			break;
 		}
-		case 't': test = true; break;
+		case 't': a->test = true; break;
 		case 'V': printf("fileserverd %s (libmicrohttpd %s)\n", PACKAGE_VERSION,
 		                 MHD_get_version());
 			return 0;
@@ -242,34 +247,43 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	return -1;
+}
+
+/* The configuration file, the command line over it, the root and the
+ * MIME types. Returns the number of errors (reported), or -1 when
+ * nothing more can be said. */
+static int configure(struct conf *c, const struct args *a)
+{
+	const char *config = a->config;
+	int errors = 0;
 
 	if (conf_init(c) < 0)
-		return 1;
+		return -1;
 	if (config) {
 		int r = conf_load(c, config, conf_err, NULL);
 		if (r < 0)
-			return 1;
+			return -1;
 		errors += r;
 	}
 	/* The command line overrides the file. */
-	if (root && conf_set_str(&c->root, root) < 0)
-		return 1;
-	if (nlisten_args) {
+	if (a->root && conf_set_str(&c->root, a->root) < 0)
+		return -1;
+	if (a->nlisten) {
 		for (size_t i = 0; i < c->nlisten; i++)
 			free(c->listen[i].text);
 		c->nlisten = 0;
-		for (int i = 0; i < nlisten_args; i++)
-			if (conf_add_listen(c, listen_args[i]) < 0) {
+		for (int i = 0; i < a->nlisten; i++)
+			if (conf_add_listen(c, a->listen[i]) < 0) {
 				fprintf(stderr, "fileserverd: --listen: expected ADDR:PORT, got '%s'\n",
-				        listen_args[i]);
+				        a->listen[i]);
 				errors++;
 			}
 	}
-	free(listen_args);
-	if (workers)
-		c->workers = (unsigned)workers;
+	if (a->workers)
+		c->workers = (unsigned)a->workers;
 	if (!c->nlisten && conf_add_listen(c, "127.0.0.1:8080") < 0)
-		return 1;
+		return -1;
 	errors += conf_validate(c, conf_err, NULL);
 
 	int r = lk_root_open(c->root, NULL, &fsd.lkroot);
@@ -284,28 +298,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: mime_types %s: cannot read\n", config, c->mime_types);
 		errors++;
 	}
-	if (errors) {
-		if (test)
-			fprintf(stderr, "fileserverd: configuration has %d error%s\n",
-			        errors, errors > 1 ? "s" : "");
-		return 1;
-	}
-	if (test) {
-		printf("fileserverd: configuration %s is valid\n", config ? config : "(defaults)");
-		return 0;
-	}
+	return errors;
+}
 
-	/* Sockets first (a port below 1024 needs root), then the user. */
+/* The workers and the listening sockets they share (a port below 1024
+ * needs root: before the privileges go). NULL: failed (reported). */
+static struct fsd_worker *bind_all(const struct conf *c)
+{
 	unsigned nw = c->workers;
 	struct fsd_worker *w = calloc(nw, sizeof *w);
+
 	if (!w)
-		return 1;
+		return NULL;
 	for (unsigned i = 0; i < nw; i++) {
 		w[i].id = i;
 		w[i].nmhd = c->nlisten;
 		w[i].listen_fds = calloc(c->nlisten, sizeof(int));
 		if (!w[i].listen_fds)
-			return 1;
+			return NULL;
 	}
 	for (size_t l = 0; l < c->nlisten; l++) {
 		int fd = bind_one(&c->listen[l]);
@@ -313,23 +323,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fileserverd: listen %s: %s%s\n", c->listen[l].text,
 			        strerror(-fd), fd == -EADDRINUSE ?
 			        " (another process is listening there)" : "");
-			return 1;
+			return NULL;
 		}
 		for (unsigned i = 0; i < nw; i++)
 			w[i].listen_fds[l] = fd;
 		print_url(&c->listen[l], bound_port(fd));
 	}
 	fflush(stdout);
-	/* Logs are opened while still privileged (like the sockets), so
-	 * they may live in a root-owned directory. */
-	if (fsd_log_open(c) < 0)
-		return 1;
-	if (drop_privileges(c) < 0) {
-		fsd_log_close();
-		return 1;
-	}
-	fit_fd_limit(c);
+	return w;
+}
 
+/* Starts the workers and waits for a signal: the logs are reopened on
+ * SIGUSR1 and SIGHUP, anything else stops. Returns the exit status. */
+static int run(struct fsd_worker *w, unsigned nw)
+{
 	/* Signals: blocked in every thread, taken here with sigwait. */
 	sigset_t set;
 	sigemptyset(&set);
@@ -349,11 +356,10 @@ int main(int argc, char **argv)
 				fsd_worker_stop(&w[j]);
 			for (unsigned j = 0; j < i; j++)
 				fsd_worker_join(&w[j]);
-			fsd_log_close();
 			return 1;
 		}
 	fsd_log(LOG_NOTICE, "fileserverd %s started: %u worker%s, root %s",
-	        PACKAGE_VERSION, nw, nw > 1 ? "s" : "", c->root);
+	        PACKAGE_VERSION, nw, nw > 1 ? "s" : "", fsd.conf.root);
 
 	for (;;) {
 		int sig;
@@ -375,7 +381,53 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < nw; i++)
 		fsd_worker_join(&w[i]);
 	fsd_log(LOG_NOTICE, "stopped");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+	struct conf *c = &fsd.conf;
+	int errors, st;
+
+	st = parse_args(argc, argv, &a);
+	if (st >= 0)
+		return st;
+	errors = configure(c, &a);
+	free(a.listen);
+	if (errors < 0)
+		return 1;
+	if (errors) {
+		if (a.test)
+			fprintf(stderr, "fileserverd: configuration has %d error%s\n",
+			        errors, errors > 1 ? "s" : "");
+		return 1;
+	}
+	if (a.test) {
+		printf("fileserverd: configuration %s is valid\n",
+		       a.config ? a.config : "(defaults)");
+		return 0;
+	}
+
+	/* Sockets first (a port below 1024 needs root), then the user. */
+	unsigned nw = c->workers;
+	struct fsd_worker *w = bind_all(c);
+	if (!w)
+		return 1;
+	/* Logs are opened while still privileged (like the sockets), so
+	 * they may live in a root-owned directory. */
+	if (fsd_log_open(c) < 0)
+		return 1;
+	if (drop_privileges(c) < 0) {
+		fsd_log_close();
+		return 1;
+	}
+	fit_fd_limit(c);
+
+	st = run(w, nw);
 	fsd_log_close();
+	if (st)
+		return st;
 	for (size_t l = 0; l < c->nlisten; l++)
 		close(w[0].listen_fds[l]);
 	for (unsigned i = 0; i < nw; i++)

@@ -204,9 +204,53 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 	schedule(w);
 }
 
-static int worker_setup(struct fsd_worker *w)
+/* libmicrohttpd for listen address @i (connections handed to it by
+ * conn.c), polled through its epoll fd. */
+static int mhd_start(struct fsd_worker *w, size_t i)
 {
 	const struct conf *c = &fsd.conf;
+	const union MHD_DaemonInfo *di;
+
+	w->mhd[i] = MHD_start_daemon(
+		MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
+		MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+		0, NULL, NULL, fsd_access_cb, w,
+		MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_track_cb, w,
+		MHD_OPTION_URI_LOG_CALLBACK, fsd_uri_log_cb, w,
+		MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+		MHD_OPTION_NOTIFY_COMPLETED, fsd_completed_cb, w,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
+		/* conn.c refuses first, with a 503; this only guards. */
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections + 16,
+		/* Not 1: in 0.9.75 strict mode answers a missing Host with a
+		 * malformed response (its headers sent twice); reqhdr.c and
+		 * proto/reqcheck.c do the RFC 9112 checks instead
+		 * (docs/DESIGN.md, "Request validation"). */
+		MHD_OPTION_STRICT_FOR_CLIENT, (int)0,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+		/* main() ignores SIGPIPE; without this 0.9.75 never uses
+		 * sendfile and copies fd bodies through its 32 KiB pool. */
+		MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)c->request_header_max + FSD_POOL_SLACK,
+		MHD_OPTION_END);
+	if (!w->mhd[i]) {
+		fsd_log(LOG_ERR, "worker %u: libmicrohttpd did not start on %s",
+		        w->id, c->listen[i].text);
+		return -EINVAL;
+	}
+	di = MHD_get_daemon_info(w->mhd[i], MHD_DAEMON_INFO_EPOLL_FD);
+	if (!di)
+		return -EINVAL;
+	w->mhd_ev[i] = event_new(w->base, di->epoll_fd, EV_READ | EV_PERSIST,
+	                         on_mhd, w);
+	if (!w->mhd_ev[i] || event_add(w->mhd_ev[i], NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int worker_setup(struct fsd_worker *w)
+{
 	/* A worker thread serves every connection it holds: no file system
 	 * call may ever run on it, even past the engine's limit. */
 	struct async_engine_opts eo = { .log = engine_log, .log_arg = w,
@@ -234,42 +278,9 @@ static int worker_setup(struct fsd_worker *w)
 	if (!w->mhd || !w->mhd_ev)
 		return -ENOMEM;
 	for (size_t i = 0; i < w->nmhd; i++) {
-		const union MHD_DaemonInfo *di;
-		w->mhd[i] = MHD_start_daemon(
-			MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
-			MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
-			0, NULL, NULL, fsd_access_cb, w,
-			MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_track_cb, w,
-			MHD_OPTION_URI_LOG_CALLBACK, fsd_uri_log_cb, w,
-			MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-			MHD_OPTION_NOTIFY_COMPLETED, fsd_completed_cb, w,
-			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
-			/* conn.c refuses first, with a 503; this only guards. */
-			MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections + 16,
-			/* Not 1: in 0.9.75 strict mode answers a missing Host with a
-			 * malformed response (its headers sent twice); reqhdr.c and
-			 * proto/reqcheck.c do the RFC 9112 checks instead
-			 * (docs/DESIGN.md, "Request validation"). */
-			MHD_OPTION_STRICT_FOR_CLIENT, (int)0,
-			MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
-			/* main() ignores SIGPIPE; without this 0.9.75 never uses
-			 * sendfile and copies fd bodies through its 32 KiB pool. */
-			MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
-			MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-			(size_t)c->request_header_max + FSD_POOL_SLACK,
-			MHD_OPTION_END);
-		if (!w->mhd[i]) {
-			fsd_log(LOG_ERR, "worker %u: libmicrohttpd did not start on %s",
-			        w->id, c->listen[i].text);
-			return -EINVAL;
-		}
-		di = MHD_get_daemon_info(w->mhd[i], MHD_DAEMON_INFO_EPOLL_FD);
-		if (!di)
-			return -EINVAL;
-		w->mhd_ev[i] = event_new(w->base, di->epoll_fd, EV_READ | EV_PERSIST,
-		                         on_mhd, w);
-		if (!w->mhd_ev[i] || event_add(w->mhd_ev[i], NULL) < 0)
-			return -ENOMEM;
+		r = mhd_start(w, i);
+		if (r < 0)
+			return r;
 	}
 	if (w->engine) {
 		r = async_event_attach(w->engine, w->base);
