@@ -75,16 +75,6 @@ int proto_buf_printf(struct proto_buf *b, const char *fmt, ...)
 	return 0;
 }
 
-void proto_buf_consume(struct proto_buf *b, size_t n)
-{
-	if (n >= b->len) {
-		b->len = 0;
-		return;
-	}
-	memmove(b->data, b->data + n, b->len - n);
-	b->len -= n;
-}
-
 void proto_buf_free(struct proto_buf *b)
 {
 	free(b->data);

@@ -29,9 +29,6 @@ int proto_buf_puts(struct proto_buf *b, const char *s);
 /** printf-style append (without a NUL). 0, -ENOMEM or -EINVAL. */
 int proto_buf_printf(struct proto_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/** Drops the first @n bytes (what a streaming reader has sent), keeping
- *  the rest. @n > len is clamped. */
-void proto_buf_consume(struct proto_buf *b, size_t n);
 /** Frees data and zeroes the struct. */
 void proto_buf_free(struct proto_buf *b);
 

@@ -4,35 +4,6 @@
 
 #include <stdio.h>
 
-static const struct {
-	unsigned status;
-	const char *reason;
-} reasons[] = {
-	{ 100, "Continue" }, { 200, "OK" }, { 204, "No Content" },
-	{ 206, "Partial Content" }, { 301, "Moved Permanently" },
-	{ 302, "Found" }, { 304, "Not Modified" }, { 307, "Temporary Redirect" },
-	{ 308, "Permanent Redirect" }, { 400, "Bad Request" },
-	{ 403, "Forbidden" }, { 404, "Not Found" },
-	{ 405, "Method Not Allowed" }, { 406, "Not Acceptable" },
-	{ 408, "Request Timeout" }, { 410, "Gone" },
-	{ 411, "Length Required" }, { 412, "Precondition Failed" },
-	{ 413, "Content Too Large" }, { 414, "URI Too Long" },
-	{ 415, "Unsupported Media Type" }, { 416, "Range Not Satisfiable" },
-	{ 417, "Expectation Failed" }, { 429, "Too Many Requests" },
-	{ 431, "Request Header Fields Too Large" },
-	{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
-	{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
-	{ 504, "Gateway Timeout" }, { 505, "HTTP Version Not Supported" },
-};
-
-const char *proto_status_reason(unsigned status)
-{
-	for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
-		if (reasons[i].status == status)
-			return reasons[i].reason;
-	return "Unknown";
-}
-
 /* Built at compile time so the bodies are static (MHD may keep a
  * pointer to them for as long as it likes). */
 #define PAGE(code, reason, text) \

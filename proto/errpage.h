@@ -8,10 +8,6 @@
 
 #include <stddef.h>
 
-/** The reason phrase ("Not Found"); "Unknown" for a status it does not
- *  know. Static. */
-const char *proto_status_reason(unsigned status);
-
 /**
  * A complete HTML body for an error status (400 403 404 405 412 413 414
  * 416 417 431 500 501 503 505; any other status gets a generic "4xx
