@@ -224,85 +224,76 @@ static int get_small(const char *q, size_t qlen, const char *name, char *v,
 	return r == -ENAMETOOLONG ? -EINVAL : r;
 }
 
+/* The index of parameter @name's value in @words, -ENOENT when absent,
+ * -EINVAL for another value. */
+static int get_word(const char *query, size_t qlen, const char *name,
+                    const char *const *words, int n)
+{
+	char v[24];
+	int r = get_small(query, qlen, name, v, sizeof v);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v, words[i]))
+			return i;
+	return -EINVAL;
+}
+
+/* limit=N: 1..10^9, digits only. 0, -ENOENT when absent, or -EINVAL. */
+static int get_limit(const char *query, size_t qlen, unsigned long long *out)
+{
+	char v[24];
+	unsigned long long n = 0;
+	int r = get_small(query, qlen, "limit", v, sizeof v);
+
+	if (r < 0)
+		return r;
+	if (r == 0 || r > 10)
+		return -EINVAL;
+	for (int i = 0; i < r; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -EINVAL;
+		n = n * 10 + (unsigned)(v[i] - '0');
+	}
+	if (n == 0 || n > 1000000000ull)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
 int proto_listq_parse(const char *query, size_t qlen, char *buf, size_t bufsz,
                       struct proto_listq *q)
 {
-	char v[24];
+	/* In the order of the enums, from HTML and NAME. */
+	static const char *const formats[] = { "html", "json", "ndjson" };
+	static const char *const sorts[] = { "name", "size", "mtime", "none" };
+	static const char *const orders[] = { "asc", "desc" };
+	/* false before true; an empty value is false */
+	static const char *const bools[] = { "0", "false", "no", "", "1", "true", "yes" };
 	int r;
 
 	memset(q, 0, sizeof *q);
 	if (!query)
 		return 0;
-
-	r = get_small(query, qlen, "format", v, sizeof v);
-	if (r >= 0) {
-		if (!strcmp(v, "html"))
-			q->format = PROTO_FMT_HTML;
-		else if (!strcmp(v, "json"))
-			q->format = PROTO_FMT_JSON;
-		else if (!strcmp(v, "ndjson"))
-			q->format = PROTO_FMT_NDJSON;
-		else
-			return -EINVAL;
-	} else if (r != -ENOENT) {
+	if ((r = get_word(query, qlen, "format", formats, 3)) >= 0)
+		q->format = (enum proto_list_format)(PROTO_FMT_HTML + r);
+	else if (r != -ENOENT)
 		return r;
-	}
-
-	r = get_small(query, qlen, "sort", v, sizeof v);
-	if (r >= 0) {
-		if (!strcmp(v, "name"))
-			q->sort = PROTO_SORT_NAME;
-		else if (!strcmp(v, "size"))
-			q->sort = PROTO_SORT_SIZE;
-		else if (!strcmp(v, "mtime"))
-			q->sort = PROTO_SORT_MTIME;
-		else if (!strcmp(v, "none"))
-			q->sort = PROTO_SORT_NONE;
-		else
-			return -EINVAL;
-	} else if (r != -ENOENT) {
+	if ((r = get_word(query, qlen, "sort", sorts, 4)) >= 0)
+		q->sort = (enum proto_list_sort)(PROTO_SORT_NAME + r);
+	else if (r != -ENOENT)
 		return r;
-	}
-
-	r = get_small(query, qlen, "order", v, sizeof v);
-	if (r >= 0) {
-		if (!strcmp(v, "desc"))
-			q->desc = true;
-		else if (strcmp(v, "asc"))
-			return -EINVAL;
-	} else if (r != -ENOENT) {
+	if ((r = get_word(query, qlen, "order", orders, 2)) >= 0)
+		q->desc = r == 1;
+	else if (r != -ENOENT)
 		return r;
-	}
-
-	r = get_small(query, qlen, "dirsfirst", v, sizeof v);
-	if (r >= 0) {
-		if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"))
-			q->dirs_first = true;
-		else if (strcmp(v, "0") && strcmp(v, "false") &&
-		         strcmp(v, "no") && *v)
-			return -EINVAL;
-	} else if (r != -ENOENT) {
+	if ((r = get_word(query, qlen, "dirsfirst", bools, 7)) >= 0)
+		q->dirs_first = r >= 4;
+	else if (r != -ENOENT)
 		return r;
-	}
-
-	r = get_small(query, qlen, "limit", v, sizeof v);
-	if (r >= 0) {
-		unsigned long long n = 0;
-
-		if (r == 0 || r > 10)
-			return -EINVAL;
-		for (int i = 0; i < r; i++) {
-			if (v[i] < '0' || v[i] > '9')
-				return -EINVAL;
-			n = n * 10 + (unsigned)(v[i] - '0');
-		}
-		if (n == 0 || n > 1000000000ull)
-			return -EINVAL;
-		q->limit = n;
-	} else if (r != -ENOENT) {
+	if ((r = get_limit(query, qlen, &q->limit)) < 0 && r != -ENOENT)
 		return r;
-	}
-
 	r = proto_query_get(query, qlen, "after", buf, bufsz);
 	if (r >= 0) {
 		q->after = buf;
