@@ -7,6 +7,25 @@
  * listen address, and everything hanging off a request belongs to the
  * worker that accepted it. The only cross-thread paths are the stop
  * eventfd (main → worker) and the log queue (worker → log thread).
+ *
+ * Files, each calling only those below it:
+ *
+ *   main.c            arguments, configuration, sockets, user, signals
+ *   worker.c          a worker's thread and loop, libmicrohttpd set-up
+ *   request.c         a request's life cycle (the MHD callbacks, its fibril)
+ *   reqhdr.c          request headers copied and checked (proto/reqcheck)
+ *   static.c          what a path is: file, directory, index, redirect,
+ *                     sidecar, cache, listing
+ *   listing*.c        directory listings (listing_int.h)
+ *   body.c            file bodies: in memory, sendfile, multipart
+ *   fcache*.c         the small-file cache (fcache.h)
+ *   respond.c         every response: status, headers, errors, redirects,
+ *                     validators and preconditions, Content-Range
+ *   sent.c            bytes sent (access log), sendfile bodies watched
+ *   worker_susp.c     a worker's suspended requests and its kick
+ *   mime.c            content types and sidecar names
+ *   log*.c            error and access logs (log.h)
+ *   server.c          struct fsd_server fsd
  */
 #ifndef FSD_DAEMON_H
 #define FSD_DAEMON_H
