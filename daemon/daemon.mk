@@ -35,6 +35,7 @@ EXTRA_DIST += contrib/systemd/fileserverd.service contrib/logrotate/fileserverd
 # Integration tests: the real daemon on a loopback port (t/daemon/lib.sh).
 DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh t/daemon/bigfile.sh t/daemon/names.sh t/daemon/mirror.sh t/daemon/slow.sh t/daemon/errors.sh t/daemon/logs-escape.sh t/daemon/logs-open.sh t/daemon/logs-rotate.sh t/daemon/hardening.sh
 DAEMON_IT += t/daemon/serve-policy.sh t/daemon/serve-body.sh
+DAEMON_IT += t/daemon/negotiate.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh
