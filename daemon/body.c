@@ -11,17 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <linux/sockios.h>
-#include <linux/tcp.h>
 
-#include <event2/event.h>
 #include <fibril/async.h>
 #include <fibril/fibril.h>
 
