@@ -276,6 +276,9 @@ LK__HIDDEN int lk__open_start(lk_root_t *r, const char *relpath, int oflags,
 			      lk_op_t **opp);
 LK__HIDDEN void lk__op_free(struct lk_op *op);
 /* lk_open() as the user of @cred. */
+/* Parks until @op completes (true: its result is in op->res) or is
+ * cancelled first (false: @op is abandoned and frees itself later). */
+LK__HIDDEN bool lk__op_wait(struct lk_op *op);
 LK__HIDDEN int lk__open_wait(lk_root_t *r, const char *relpath, int oflags,
 			     lk_group_t *g, const lk_cred_t *cred,
 			     struct lk_file *out);

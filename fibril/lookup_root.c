@@ -393,6 +393,19 @@ FIBRIL_API int lk_open_start(lk_root_t *r, const char *relpath, int oflags,
 	return lk__open_start(r, relpath, oflags, g, NULL, out, cb, arg, opp);
 }
 
+bool lk__op_wait(lk_op_t *op)
+{
+	while (!op->done && !op->cancelled)
+		lk__wait(&op->wq);
+	if (!op->done) {
+		/* Cancelled while the kernel or a pool thread still owns the
+		 * op's buffers: it frees itself when they report back. */
+		op->abandoned = true;
+		return false;
+	}
+	return true;
+}
+
 int lk__open_wait(lk_root_t *r, const char *relpath, int oflags,
 		  lk_group_t *g, const lk_cred_t *cred, struct lk_file *out)
 {
@@ -401,13 +414,8 @@ int lk__open_wait(lk_root_t *r, const char *relpath, int oflags,
 				&op);
 	if (rc != 1)
 		return rc;
-	while (!op->done && !op->cancelled)
-		lk__wait(&op->wq);
-	if (!op->done) {
-		/* Cancelled while the kernel still owns op->how and op->path. */
-		op->abandoned = true;
+	if (!lk__op_wait(op))
 		return -ECANCELED;
-	}
 	rc = (int)op->res;
 	if (rc == 0)
 		*out = op->file;

@@ -551,13 +551,8 @@ FIBRIL_API int lk_lookup(lk_root_t *r, const char *relpath,
 	int rc = walk_start(r, relpath, o, out, NULL, NULL, &op);
 	if (rc != 1)
 		return rc;
-	while (!op->done && !op->cancelled)
-		lk__wait(&op->wq);
-	if (!op->done) {
-		/* The pool thread still owns the walk: it frees itself. */
-		op->abandoned = true;
-		return -ECANCELED;
-	}
+	if (!lk__op_wait(op))
+		return -ECANCELED;      /* the pool thread still owns the walk */
 	rc = (int)op->res;
 	if (rc == 0)
 		walk_take(op->walk, out);

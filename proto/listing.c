@@ -385,8 +385,8 @@ static int html_entry(struct proto_listing *l, struct proto_buf *b,
 	bool dir = e->type == PROTO_FT_DIR;
 	bool link = e->type == PROTO_FT_LNK && e->target;
 
-	if (l->x__count % HTML_CHUNK == 0)
-		TRY(proto_buf_puts(b, l->x__count ? "</div><div class=c>\n"
+	if (l->proto__count % HTML_CHUNK == 0)
+		TRY(proto_buf_puts(b, l->proto__count ? "</div><div class=c>\n"
 		                                  : "<div class=c>\n"));
 	TRY(proto_buf_puts(b, link ? "<div class=r><span><a href=\""
 	                           : "<div class=r><a href=\""));
@@ -422,7 +422,7 @@ static int html_entry(struct proto_listing *l, struct proto_buf *b,
 static int html_end(struct proto_listing *l, struct proto_buf *b,
                     const char *next, size_t nextlen)
 {
-	if (l->x__count)
+	if (l->proto__count)
 		TRY(proto_buf_puts(b, "</div>\n"));
 	if (next) {
 		TRY(proto_buf_printf(b, "<p class=n><a rel=\"next\" href=\"?sort=%s&amp;order=%s",
@@ -434,7 +434,7 @@ static int html_end(struct proto_listing *l, struct proto_buf *b,
 		TRY(proto_buf_puts(b, "\">Next page</a></p>\n"));
 	}
 	return proto_buf_printf(b, "<p class=n>%llu %s</p></body></html>\n",
-	                        l->x__count, l->x__count == 1 ? "entry" : "entries");
+	                        l->proto__count, l->proto__count == 1 ? "entry" : "entries");
 }
 
 /* ---- JSON ---- */
@@ -504,7 +504,7 @@ int proto_listing_begin(struct proto_listing *l, struct proto_buf *b)
 	size_t save = b->len;
 	int r = 0;
 
-	l->x__count = 0;
+	l->proto__count = 0;
 	switch (l->format) {
 	case PROTO_FMT_JSON:
 		if ((r = proto_buf_puts(b, "{\"path\":")) < 0 ||
@@ -530,7 +530,7 @@ int proto_listing_entry(struct proto_listing *l, struct proto_buf *b,
 
 	switch (l->format) {
 	case PROTO_FMT_JSON:
-		r = l->x__count ? proto_buf_append(b, ",\n", 2) : 0;
+		r = l->proto__count ? proto_buf_append(b, ",\n", 2) : 0;
 		if (r >= 0)
 			r = json_entry(b, e);
 		break;
@@ -546,7 +546,7 @@ int proto_listing_entry(struct proto_listing *l, struct proto_buf *b,
 		b->len = save;
 		return r;
 	}
-	l->x__count++;
+	l->proto__count++;
 	return 0;
 }
 
@@ -559,7 +559,7 @@ int proto_listing_end(struct proto_listing *l, struct proto_buf *b,
 
 	switch (l->format) {
 	case PROTO_FMT_JSON:
-		if ((r = proto_buf_puts(b, l->x__count ? "\n],\"next\":" : "],\"next\":")) < 0)
+		if ((r = proto_buf_puts(b, l->proto__count ? "\n],\"next\":" : "],\"next\":")) < 0)
 			break;
 		if (!next) {
 			r = proto_buf_puts(b, "null");

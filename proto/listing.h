@@ -98,7 +98,7 @@ struct proto_listing {
 	 * (0: none). */
 	unsigned long long limit;
 	/* private */
-	unsigned long long x__count;
+	unsigned long long proto__count;
 };
 
 /** Starts the document (HTML head, header row, parent link unless

@@ -58,18 +58,18 @@ t_proto_test_errpage_LDADD = $(PROTO_UNIT_LDADD)
 FUZZ_CC = clang
 FUZZ_CFLAGS = -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -I$(top_srcdir) -I$(top_builddir)
-x__proto_fuzz = url range reqcheck httpdate listing
-x__proto_srcs = $(filter %.c,$(proto_libproto_la_SOURCES))
-FUZZ_TARGETS = $(x__proto_fuzz:%=t/proto/fuzz_%)
-EXTRA_DIST += $(x__proto_fuzz:%=t/proto/fuzz_%.c) t/proto/fuzz.sh t/proto/corpus
-$(x__proto_fuzz:%=t/proto/fuzz_%): t/proto/fuzz_%: $(top_srcdir)/t/proto/fuzz_%.c \
-		$(x__proto_srcs:%=$(top_srcdir)/%) config.h
+PROTO_FUZZ = url range reqcheck httpdate listing
+PROTO_FUZZ_SRCS = $(filter %.c,$(proto_libproto_la_SOURCES))
+FUZZ_TARGETS = $(PROTO_FUZZ:%=t/proto/fuzz_%)
+EXTRA_DIST += $(PROTO_FUZZ:%=t/proto/fuzz_%.c) t/proto/fuzz.sh t/proto/corpus
+$(PROTO_FUZZ:%=t/proto/fuzz_%): t/proto/fuzz_%: $(top_srcdir)/t/proto/fuzz_%.c \
+		$(PROTO_FUZZ_SRCS:%=$(top_srcdir)/%) config.h
 	@echo "  FUZZ     $@"; mkdir -p t/proto
-	$(AM_V_at)$(FUZZ_CC) $(FUZZ_CFLAGS) $(x__proto_srcs:%=$(top_srcdir)/%) $< -o $@
-fuzz-proto: $(x__proto_fuzz:%=t/proto/fuzz_%)
+	$(AM_V_at)$(FUZZ_CC) $(FUZZ_CFLAGS) $(PROTO_FUZZ_SRCS:%=$(top_srcdir)/%) $< -o $@
+fuzz-proto: $(PROTO_FUZZ:%=t/proto/fuzz_%)
 fuzz-check: fuzz-proto fuzz-conf
 	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(top_srcdir)/t/proto/fuzz.sh $(FUZZ_TARGETS)
-CLEANFILES += $(x__proto_fuzz:%=t/proto/fuzz_%)
+CLEANFILES += $(PROTO_FUZZ:%=t/proto/fuzz_%)
 clean-local: clean-fuzz
 clean-fuzz:
 	rm -rf t/proto/fuzz-artifacts t/conf/fuzz-artifacts

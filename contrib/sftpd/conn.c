@@ -29,15 +29,15 @@ void sftpd_log(const char *fmt, ...)
 }
 
 
-static bool x__throttled(const struct sconn *c)
+static bool sftpd__throttled(const struct sconn *c)
 {
 	return c->pending >= SFTPD_MAX_PENDING ||
 	       c->out.len - c->out.off >= SFTPD_MAX_QUEUED;
 }
 
-static void x__update(struct sconn *c)
+static void sftpd__update(struct sconn *c)
 {
-	uint16_t r = !c->eof && !x__throttled(c) && c->inlen < X__INCAP ?
+	uint16_t r = !c->eof && !sftpd__throttled(c) && c->inlen < X__INCAP ?
 	             TEVENT_FD_READ : 0;
 	uint16_t w = c->out.len > c->out.off ? TEVENT_FD_WRITE : 0;
 
@@ -49,7 +49,7 @@ static void x__update(struct sconn *c)
 	}
 }
 
-static void x__close(struct sconn *c, const char *why)
+static void sftpd__close(struct sconn *c, const char *why)
 {
 	if (why)
 		sftpd_log("%s: connection closed: %s", c->peer, why);
@@ -57,7 +57,7 @@ static void x__close(struct sconn *c, const char *why)
 }
 
 /* Returns false when the connection is gone. */
-static bool x__write(struct sconn *c)
+static bool sftpd__write(struct sconn *c)
 {
 	while (c->out.off < c->out.len) {
 		ssize_t n = write(c->wfd, c->out.b + c->out.off,
@@ -67,7 +67,7 @@ static bool x__write(struct sconn *c)
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n <= 0) {
-			x__close(c, errno == EPIPE || errno == ECONNRESET ?
+			sftpd__close(c, errno == EPIPE || errno == ECONNRESET ?
 			         NULL : strerror(errno));
 			return false;
 		}
@@ -82,11 +82,11 @@ static bool x__write(struct sconn *c)
 
 /* Dispatches every whole packet in the input, unless throttled.
  * Returns false when the connection is gone. */
-static bool x__parse(struct sconn *c)
+static bool sftpd__parse(struct sconn *c)
 {
 	size_t at = 0;
 
-	while (c->inlen - at >= 4 && !x__throttled(c)) {
+	while (c->inlen - at >= 4 && !sftpd__throttled(c)) {
 		const uint8_t *p = c->in + at;
 		uint32_t len = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
 		               (uint32_t)p[2] << 8 | p[3];
@@ -94,7 +94,7 @@ static bool x__parse(struct sconn *c)
 			/* Framing is lost: nothing after this can be trusted. */
 			char why[64];
 			snprintf(why, sizeof(why), "bad packet length %u", len);
-			x__close(c, why);
+			sftpd__close(c, why);
 			return false;
 		}
 		if (c->inlen - at < 4 + (size_t)len)
@@ -102,16 +102,16 @@ static bool x__parse(struct sconn *c)
 		struct sw_reader rd = { .p = p + 5, .n = len - 1 };
 		at += 4 + (size_t)len;
 		if (!c->inited && p[4] != SSH_FXP_INIT) {
-			x__close(c, "first packet is not INIT");
+			sftpd__close(c, "first packet is not INIT");
 			return false;
 		}
 		sftpd_dispatch(c, p[4], &rd);
 		if (c->eof) {
-			x__close(c, "INIT after INIT");
+			sftpd__close(c, "INIT after INIT");
 			return false;
 		}
 		if (c->out.oom) {
-			x__close(c, "out of memory");
+			sftpd__close(c, "out of memory");
 			return false;
 		}
 	}
@@ -122,13 +122,13 @@ static bool x__parse(struct sconn *c)
 	return true;
 }
 
-static void x__on_io(struct tevent_context *ev, struct tevent_fd *fde,
+static void sftpd__on_io(struct tevent_context *ev, struct tevent_fd *fde,
                      uint16_t flags, void *arg)
 {
 	struct sconn *c = arg;
 
 	(void)ev;
-	if ((flags & TEVENT_FD_WRITE) && (fde == c->wfde) && !x__write(c))
+	if ((flags & TEVENT_FD_WRITE) && (fde == c->wfde) && !sftpd__write(c))
 		return;
 	if ((flags & TEVENT_FD_READ) && fde == c->rfde && !c->eof) {
 		ssize_t n = read(c->rfd, c->in + c->inlen, X__INCAP - c->inlen);
@@ -136,47 +136,47 @@ static void x__on_io(struct tevent_context *ev, struct tevent_fd *fde,
 			/* Like OpenSSH's sftp-server: the client is gone, and
 			 * so is everything it asked for (freeing the requests
 			 * cancels their operations). */
-			x__close(c, n < 0 && errno != ECONNRESET ? strerror(errno) : NULL);
+			sftpd__close(c, n < 0 && errno != ECONNRESET ? strerror(errno) : NULL);
 			return;
 		}
 		if (n > 0) {
 			c->inlen += (size_t)n;
-			if (!x__parse(c))
+			if (!sftpd__parse(c))
 				return;
 		}
 	}
-	x__update(c);
+	sftpd__update(c);
 }
 
-static void x__resume(struct tevent_context *ev, struct tevent_immediate *im,
+static void sftpd__resume(struct tevent_context *ev, struct tevent_immediate *im,
                       void *arg)
 {
 	struct sconn *c = arg;
 	(void)ev;
 	(void)im;
-	if (x__parse(c))
-		x__update(c);
+	if (sftpd__parse(c))
+		sftpd__update(c);
 }
 
 void sftpd_req_done(struct sreq *r)
 {
 	struct sconn *c = r->c;
-	bool was = x__throttled(c);
+	bool was = sftpd__throttled(c);
 
 	c->pending--;
 	talloc_free(r);
 	if (c->out.oom) {
-		x__close(c, "out of memory");
+		sftpd__close(c, "out of memory");
 		return;
 	}
 	/* Resume from the loop, not from here: parsing dispatches, and a
 	 * reply made at once would bring us back here. */
-	if (was && !x__throttled(c) && c->inlen >= 4)
-		tevent_schedule_immediate(c->resume, c->srv->ev, x__resume, c);
-	x__update(c);
+	if (was && !sftpd__throttled(c) && c->inlen >= 4)
+		tevent_schedule_immediate(c->resume, c->srv->ev, sftpd__resume, c);
+	sftpd__update(c);
 }
 
-static int x__conn_destructor(struct sconn *c)
+static int sftpd__conn_destructor(struct sconn *c)
 {
 	struct sftpd *srv = c->srv;
 
@@ -208,14 +208,14 @@ int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer)
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->in = talloc_size(c, X__INCAP);
 	c->resume = tevent_create_immediate(c);
-	c->rfde = tevent_add_fd(srv->ev, c, rfd, TEVENT_FD_READ, x__on_io, c);
+	c->rfde = tevent_add_fd(srv->ev, c, rfd, TEVENT_FD_READ, sftpd__on_io, c);
 	c->wfde = rfd == wfd ? c->rfde :
-	          tevent_add_fd(srv->ev, c, wfd, 0, x__on_io, c);
+	          tevent_add_fd(srv->ev, c, wfd, 0, sftpd__on_io, c);
 	if (!c->in || !c->resume || !c->rfde || !c->wfde) {
 		talloc_free(c);
 		return -ENOMEM;
 	}
 	srv->nconns++;
-	talloc_set_destructor(c, x__conn_destructor);
+	talloc_set_destructor(c, sftpd__conn_destructor);
 	return 0;
 }

@@ -30,7 +30,7 @@
 
 #define X__MAX_LISTEN 16
 
-static void x__usage(FILE *f)
+static void sftpd__usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-i] [-h]\n"
@@ -42,15 +42,15 @@ static void x__usage(FILE *f)
 	        "  -h            this help\n");
 }
 
-struct x__listener {
+struct sftpd__listener {
 	struct sftpd *srv;
 	int fd;
 };
 
-static void x__on_accept(struct tevent_context *ev, struct tevent_fd *fde,
+static void sftpd__on_accept(struct tevent_context *ev, struct tevent_fd *fde,
                          uint16_t flags, void *arg)
 {
-	struct x__listener *l = arg;
+	struct sftpd__listener *l = arg;
 	struct sftpd *srv = l->srv;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -78,7 +78,7 @@ static void x__on_accept(struct tevent_context *ev, struct tevent_fd *fde,
 	}
 }
 
-static bool x__loopback(const struct sockaddr *sa)
+static bool sftpd__loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
 		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
@@ -88,7 +88,7 @@ static bool x__loopback(const struct sockaddr *sa)
 }
 
 /* Opens a listener on "ADDR:PORT" or "[ADDR]:PORT". */
-static int x__listen(struct sftpd *srv, const char *spec)
+static int sftpd__listen(struct sftpd *srv, const char *spec)
 {
 	char host[128];
 	const char *colon = strrchr(spec, ':');
@@ -113,7 +113,7 @@ static int x__listen(struct sftpd *srv, const char *spec)
 		fprintf(stderr, "fsd-sftp: -l %s: %s\n", spec, gai_strerror(rc));
 		return -1;
 	}
-	if (!x__loopback(ai->ai_addr)) {
+	if (!sftpd__loopback(ai->ai_addr)) {
 		fprintf(stderr, "fsd-sftp: -l %s: not a loopback address (a direct "
 		        "port has no authentication)\n", spec);
 		freeaddrinfo(ai);
@@ -136,9 +136,9 @@ static int x__listen(struct sftpd *srv, const char *spec)
 	getsockname(fd, (struct sockaddr *)&ss, &sl);
 	getnameinfo((struct sockaddr *)&ss, sl, hb, sizeof(hb), pb, sizeof(pb),
 	            NI_NUMERICHOST | NI_NUMERICSERV);
-	struct x__listener *l = talloc(srv, struct x__listener);
+	struct sftpd__listener *l = talloc(srv, struct sftpd__listener);
 	struct tevent_fd *fde = l ? tevent_add_fd(srv->ev, l, fd, TEVENT_FD_READ,
-	                                          x__on_accept, l) : NULL;
+	                                          sftpd__on_accept, l) : NULL;
 	if (l) {
 		l->srv = srv;
 		l->fd = fd;
@@ -154,7 +154,7 @@ static int x__listen(struct sftpd *srv, const char *spec)
 	return 0;
 }
 
-static void x__on_signal(struct tevent_context *ev, struct tevent_signal *se,
+static void sftpd__on_signal(struct tevent_context *ev, struct tevent_signal *se,
                          int signum, int count, void *siginfo, void *arg)
 {
 	struct sftpd *srv = arg;
@@ -163,7 +163,7 @@ static void x__on_signal(struct tevent_context *ev, struct tevent_signal *se,
 }
 
 /* SIGUSR1: what is alive, for operators and the leak test. */
-static void x__on_usr1(struct tevent_context *ev, struct tevent_signal *se,
+static void sftpd__on_usr1(struct tevent_context *ev, struct tevent_signal *se,
                        int signum, int count, void *siginfo, void *arg)
 {
 	struct sftpd *srv = arg;
@@ -181,7 +181,7 @@ static void x__on_usr1(struct tevent_context *ev, struct tevent_signal *se,
 /* -u USER: the credentials every request of every connection runs
  * with. Per request: the process keeps its own ids (one process serves
  * every connection); see lk_cred_new(). Returns 0 or an exit status. */
-static int x__user(struct sftpd *srv, const char *user)
+static int sftpd__user(struct sftpd *srv, const char *user)
 {
 	errno = 0;
 	struct passwd *pw = getpwnam(user);
@@ -224,12 +224,12 @@ int main(int argc, char **argv)
 			break;
 		case 'u': user = optarg; break;
 		case 'i': icase = true; break;
-		case 'h': x__usage(stdout); return 0;
-		default: x__usage(stderr); return 2;
+		case 'h': sftpd__usage(stdout); return 0;
+		default: sftpd__usage(stderr); return 2;
 		}
 	}
 	if (optind != argc) {
-		x__usage(stderr);
+		sftpd__usage(stderr);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -237,7 +237,7 @@ int main(int argc, char **argv)
 	TALLOC_CTX *top = talloc_new(NULL);
 	struct sftpd *srv = talloc_zero(top, struct sftpd);
 	srv->icase = icase;
-	if (user && (rc = x__user(srv, user)) != 0)
+	if (user && (rc = sftpd__user(srv, user)) != 0)
 		return rc;
 	rc = lk_root_open(root, NULL, &srv->root);
 	if (rc < 0) {
@@ -252,12 +252,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fsd-sftp: cannot start the event loop or the engine\n");
 		return 1;
 	}
-	tevent_add_signal(srv->ev, srv, SIGTERM, 0, x__on_signal, srv);
-	tevent_add_signal(srv->ev, srv, SIGINT, 0, x__on_signal, srv);
-	tevent_add_signal(srv->ev, srv, SIGUSR1, 0, x__on_usr1, srv);
+	tevent_add_signal(srv->ev, srv, SIGTERM, 0, sftpd__on_signal, srv);
+	tevent_add_signal(srv->ev, srv, SIGINT, 0, sftpd__on_signal, srv);
+	tevent_add_signal(srv->ev, srv, SIGUSR1, 0, sftpd__on_usr1, srv);
 	int status = 0;
 	for (int i = 0; i < nlisten; i++)
-		if (x__listen(srv, listen_on[i]) < 0)
+		if (sftpd__listen(srv, listen_on[i]) < 0)
 			status = 1;
 	if (status == 0 && nlisten == 0) {
 		srv->stdio = true;

@@ -47,7 +47,7 @@ void sftpd_put_attrs(struct sw_buf *w, const struct statx *stx)
 
 /* ---- handles ---- */
 
-static int x__handle_destructor(struct shandle *h)
+static int sftpd__handle_destructor(struct shandle *h)
 {
 	if (h->fd >= 0)
 		close(h->fd);
@@ -67,11 +67,29 @@ struct shandle *sftpd_handle_new(struct sconn *c, enum shandle_kind kind, int fd
 		h->slot = i;
 		h->gen = ++c->gen;
 		h->fd = fd;
-		talloc_set_destructor(h, x__handle_destructor);
+		talloc_set_destructor(h, sftpd__handle_destructor);
 		c->h[i] = h;
 		return h;
 	}
 	return NULL;
+}
+
+struct shandle *sftpd_handle_opened(struct tevent_req *req, struct sreq *r,
+                                    enum shandle_kind kind, struct lk_file *f)
+{
+	int rc = ftev_open_recv(req, f);
+
+	talloc_free(req);
+	if (rc < 0) {
+		sftpd_status_errno(r, -rc);
+		return NULL;
+	}
+	struct shandle *h = sftpd_handle_new(r->c, kind, f->fd);
+	if (!h) {
+		close(f->fd);
+		sftpd_status(r, SSH_FX_FAILURE, "too many open handles");
+	}
+	return h;
 }
 
 void sftpd_put_handle(struct sw_buf *w, const struct shandle *h)
@@ -150,7 +168,7 @@ char *sftpd_relpath(TALLOC_CTX *mem, const char *path)
 }
 
 /* The request's path argument, beneath the root; NULL after replying. */
-static char *x__path(struct sreq *r, struct sw_reader *rd)
+static char *sftpd__path(struct sreq *r, struct sw_reader *rd)
 {
 	char *p = sw_path(rd, r);
 	char *rel = p ? sftpd_relpath(r, p) : NULL;
@@ -176,7 +194,7 @@ const struct lk_lookup_opts *sftpd_lopts(struct sreq *r, int oflags)
 
 /* ---- completions ---- */
 
-static void x__attrs_done(struct tevent_req *req)
+static void sftpd__attrs_done(struct tevent_req *req)
 {
 	struct sreq *r = tevent_req_callback_data(req, struct sreq);
 	struct statx stx;
@@ -197,23 +215,14 @@ static void x__attrs_done(struct tevent_req *req)
 	sftpd_req_done(r);
 }
 
-static void x__open_done(struct tevent_req *req)
+static void sftpd__open_done(struct tevent_req *req)
 {
 	struct sreq *r = tevent_req_callback_data(req, struct sreq);
 	struct lk_file f;
-	int rc = ftev_open_recv(req, &f);
+	struct shandle *h = sftpd_handle_opened(req, r, SH_FILE, &f);
 
-	talloc_free(req);
-	if (rc < 0) {
-		sftpd_status_errno(r, -rc);
+	if (!h)
 		return;
-	}
-	struct shandle *h = sftpd_handle_new(r->c, SH_FILE, f.fd);
-	if (!h) {
-		close(f.fd);
-		sftpd_status(r, SSH_FX_FAILURE, "too many open handles");
-		return;
-	}
 	struct sw_buf *w = &r->c->out;
 	size_t at = sw_begin(w, SSH_FXP_HANDLE, r->id, true);
 	sftpd_put_handle(w, h);
@@ -221,22 +230,22 @@ static void x__open_done(struct tevent_req *req)
 	sftpd_req_done(r);
 }
 
-static void x__read_done(struct tevent_req *req);
+static void sftpd__read_done(struct tevent_req *req);
 
 /* A read from the page cache (RWF_NOWAIT) may stop short of what is
  * there; clients such as sshfs take a short DATA for the end of the
  * file, so a short read continues until the count or the end. */
-static bool x__read_more(struct sreq *r)
+static bool sftpd__read_more(struct sreq *r)
 {
 	struct tevent_req *req = ftev_pread_send(r, r->c->srv->ft, r->h->fd,
 	                                         r->want - r->got, r->off + r->got);
 	if (!req)
 		return false;
-	tevent_req_set_callback(req, x__read_done, r);
+	tevent_req_set_callback(req, sftpd__read_done, r);
 	return true;
 }
 
-static void x__read_done(struct tevent_req *req)
+static void sftpd__read_done(struct tevent_req *req)
 {
 	struct sreq *r = tevent_req_callback_data(req, struct sreq);
 	uint8_t *buf = NULL;
@@ -257,7 +266,7 @@ static void x__read_done(struct tevent_req *req)
 			talloc_free(buf);
 		}
 		r->got += (uint32_t)n;
-		if (r->got < r->want && x__read_more(r))
+		if (r->got < r->want && sftpd__read_more(r))
 			return;
 	}
 reply:
@@ -277,7 +286,7 @@ reply:
 	sftpd_req_done(r);
 }
 
-static void x__readlink_done(struct tevent_req *req)
+static void sftpd__readlink_done(struct tevent_req *req)
 {
 	struct sreq *r = tevent_req_callback_data(req, struct sreq);
 	char *target = NULL;
@@ -300,7 +309,7 @@ static void x__readlink_done(struct tevent_req *req)
 
 /* ---- requests ---- */
 
-static bool x__started(struct sreq *r, struct tevent_req *req,
+static bool sftpd__started(struct sreq *r, struct tevent_req *req,
                        tevent_req_fn fn)
 {
 	if (!req) {
@@ -313,9 +322,9 @@ static bool x__started(struct sreq *r, struct tevent_req *req,
 	return true;
 }
 
-static void x__open(struct sreq *r, struct sw_reader *rd)
+static void sftpd__open(struct sreq *r, struct sw_reader *rd)
 {
-	char *rel = x__path(r, rd);
+	char *rel = sftpd__path(r, rd);
 	if (!rel)
 		return;
 	uint32_t pflags = sw_u32(rd);
@@ -334,12 +343,12 @@ static void x__open(struct sreq *r, struct sw_reader *rd)
 	 * thread until a writer comes. */
 	int of = O_RDONLY | O_NONBLOCK | O_NOCTTY;
 	const struct lk_lookup_opts *lo = sftpd_lopts(r, of);
-	x__started(r, lo ? ftev_lookup_send(r, s->ft, s->root, rel, lo) :
+	sftpd__started(r, lo ? ftev_lookup_send(r, s->ft, s->root, rel, lo) :
 	                   ftev_open_send(r, s->ft, s->root, rel, of, NULL),
-	           x__open_done);
+	           sftpd__open_done);
 }
 
-static void x__close_handle(struct sreq *r, struct sw_reader *rd)
+static void sftpd__close_handle(struct sreq *r, struct sw_reader *rd)
 {
 	struct shandle *h = sftpd_handle_get(r->c, rd, 0);
 
@@ -357,7 +366,7 @@ static void x__close_handle(struct sreq *r, struct sw_reader *rd)
 	sftpd_status(r, SSH_FX_OK, "ok");
 }
 
-static void x__read(struct sreq *r, struct sw_reader *rd)
+static void sftpd__read(struct sreq *r, struct sw_reader *rd)
 {
 	struct shandle *h = sftpd_handle_get(r->c, rd, SH_FILE);
 	uint64_t off = sw_u64(rd);
@@ -378,24 +387,24 @@ static void x__read(struct sreq *r, struct sw_reader *rd)
 	r->off = off;
 	r->want = len;
 	h->busy++;
-	x__started(r, ftev_pread_send(r, r->c->srv->ft, h->fd, len, off),
-	           x__read_done);
+	sftpd__started(r, ftev_pread_send(r, r->c->srv->ft, h->fd, len, off),
+	           sftpd__read_done);
 }
 
-static void x__stat(struct sreq *r, struct sw_reader *rd)
+static void sftpd__stat(struct sreq *r, struct sw_reader *rd)
 {
-	char *rel = x__path(r, rd);
+	char *rel = sftpd__path(r, rd);
 	if (!rel)
 		return;
 	/* v3 has no flags here; some clients send attribute flags anyway. */
 	struct sftpd *s = r->c->srv;
 	unsigned fl = r->type == SSH_FXP_LSTAT ? FTEV_NOFOLLOW : 0;
-	x__started(r, ftev_stat_send(r, s->ft, s->root, rel, fl,
+	sftpd__started(r, ftev_stat_send(r, s->ft, s->root, rel, fl,
 	                             sftpd_lopts(r, 0)),
-	           x__attrs_done);
+	           sftpd__attrs_done);
 }
 
-static void x__fstat(struct sreq *r, struct sw_reader *rd)
+static void sftpd__fstat(struct sreq *r, struct sw_reader *rd)
 {
 	struct shandle *h = sftpd_handle_get(r->c, rd, 0);
 
@@ -406,12 +415,12 @@ static void x__fstat(struct sreq *r, struct sw_reader *rd)
 	}
 	r->h = h;
 	h->busy++;
-	x__started(r, ftev_fstat_send(r, r->c->srv->ft, h->fd), x__attrs_done);
+	sftpd__started(r, ftev_fstat_send(r, r->c->srv->ft, h->fd), sftpd__attrs_done);
 }
 
-static void x__realpath(struct sreq *r, struct sw_reader *rd)
+static void sftpd__realpath(struct sreq *r, struct sw_reader *rd)
 {
-	char *rel = x__path(r, rd);
+	char *rel = sftpd__path(r, rd);
 	if (!rel)
 		return;
 	/* Lexical, like the resolution of every other path here: the root
@@ -432,25 +441,25 @@ static void x__realpath(struct sreq *r, struct sw_reader *rd)
 	sftpd_req_done(r);
 }
 
-static void x__readlink(struct sreq *r, struct sw_reader *rd)
+static void sftpd__readlink(struct sreq *r, struct sw_reader *rd)
 {
-	char *rel = x__path(r, rd);
+	char *rel = sftpd__path(r, rd);
 	if (!rel)
 		return;
 	struct sftpd *s = r->c->srv;
-	x__started(r, ftev_readlink_send(r, s->ft, s->root, rel,
+	sftpd__started(r, ftev_readlink_send(r, s->ft, s->root, rel,
 	                                 sftpd_lopts(r, 0)),
-	           x__readlink_done);
+	           sftpd__readlink_done);
 }
 
-static void x__opendir(struct sreq *r, struct sw_reader *rd)
+static void sftpd__opendir(struct sreq *r, struct sw_reader *rd)
 {
-	char *rel = x__path(r, rd);
+	char *rel = sftpd__path(r, rd);
 	if (rel)
 		sftpd_opendir(r, rel);
 }
 
-static void x__readdir(struct sreq *r, struct sw_reader *rd)
+static void sftpd__readdir(struct sreq *r, struct sw_reader *rd)
 {
 	struct shandle *h = sftpd_handle_get(r->c, rd, SH_DIR);
 
@@ -462,7 +471,7 @@ static void x__readdir(struct sreq *r, struct sw_reader *rd)
 	sftpd_readdir(r, h);
 }
 
-static void x__init(struct sconn *c, struct sw_reader *rd)
+static void sftpd__init(struct sconn *c, struct sw_reader *rd)
 {
 	(void)sw_u32(rd);  /* the client's version: we answer 3 whatever it is */
 	c->inited = true;
@@ -479,7 +488,7 @@ void sftpd_dispatch(struct sconn *c, uint8_t type, struct sw_reader *rd)
 			c->eof = true;
 			return;
 		}
-		x__init(c, rd);
+		sftpd__init(c, rd);
 		return;
 	}
 	struct sreq *r = talloc_zero(c, struct sreq);
@@ -492,16 +501,16 @@ void sftpd_dispatch(struct sconn *c, uint8_t type, struct sw_reader *rd)
 	r->id = sw_u32(rd);
 	c->pending++;
 	switch (type) {
-	case SSH_FXP_OPEN:     x__open(r, rd); break;
-	case SSH_FXP_CLOSE:    x__close_handle(r, rd); break;
-	case SSH_FXP_READ:     x__read(r, rd); break;
+	case SSH_FXP_OPEN:     sftpd__open(r, rd); break;
+	case SSH_FXP_CLOSE:    sftpd__close_handle(r, rd); break;
+	case SSH_FXP_READ:     sftpd__read(r, rd); break;
 	case SSH_FXP_LSTAT:
-	case SSH_FXP_STAT:     x__stat(r, rd); break;
-	case SSH_FXP_FSTAT:    x__fstat(r, rd); break;
-	case SSH_FXP_OPENDIR:  x__opendir(r, rd); break;
-	case SSH_FXP_READDIR:  x__readdir(r, rd); break;
-	case SSH_FXP_REALPATH: x__realpath(r, rd); break;
-	case SSH_FXP_READLINK: x__readlink(r, rd); break;
+	case SSH_FXP_STAT:     sftpd__stat(r, rd); break;
+	case SSH_FXP_FSTAT:    sftpd__fstat(r, rd); break;
+	case SSH_FXP_OPENDIR:  sftpd__opendir(r, rd); break;
+	case SSH_FXP_READDIR:  sftpd__readdir(r, rd); break;
+	case SSH_FXP_REALPATH: sftpd__realpath(r, rd); break;
+	case SSH_FXP_READLINK: sftpd__readlink(r, rd); break;
 	case SSH_FXP_WRITE:    case SSH_FXP_SETSTAT: case SSH_FXP_FSETSTAT:
 	case SSH_FXP_REMOVE:   case SSH_FXP_MKDIR:   case SSH_FXP_RMDIR:
 	case SSH_FXP_RENAME:   case SSH_FXP_SYMLINK:

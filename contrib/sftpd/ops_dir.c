@@ -21,9 +21,9 @@
 #define X__NAME_BYTES (128u * 1024)
 #define X__NAME_MAX_ENTRIES 512
 
-static void x__pump(struct shandle *h);
+static void sftpd__pump(struct shandle *h);
 
-static void x__mode_str(uint32_t mode, char s[11])
+static void sftpd__mode_str(uint32_t mode, char s[11])
 {
 	const char *rwx = "rwxrwxrwx";
 	s[0] = S_ISDIR(mode) ? 'd' : S_ISLNK(mode) ? 'l' : S_ISCHR(mode) ? 'c' :
@@ -42,7 +42,7 @@ static void x__mode_str(uint32_t mode, char s[11])
 /* The date column of ls -l. Entries of a directory mostly share a few
  * mtimes, and localtime_r and strftime cost more than the rest of the
  * long name: the last one is kept. */
-static const char *x__date(time_t t)
+static const char *sftpd__date(time_t t)
 {
 	static __thread time_t last_t = -1, last_now;
 	static __thread char last[32];
@@ -62,7 +62,7 @@ static const char *x__date(time_t t)
 }
 
 /* @v in decimal, padded with spaces to @width, right- or left-aligned. */
-static char *x__num(char *p, unsigned long long v, int width, bool left)
+static char *sftpd__num(char *p, unsigned long long v, int width, bool left)
 {
 	char d[24];
 	int n = 0;
@@ -83,22 +83,22 @@ static char *x__num(char *p, unsigned long long v, int width, bool left)
 
 /* "%s %3u %-8u %-8u %8llu %s %s" by hand: printf was a third of the
  * server's CPU time in listings. @buf holds 128 bytes plus the name. */
-static size_t x__longname(char *buf, const struct lk_entry *e)
+static size_t sftpd__longname(char *buf, const struct lk_entry *e)
 {
 	char *p = buf;
-	const char *date = x__date((time_t)e->stx.stx_mtime.tv_sec);
+	const char *date = sftpd__date((time_t)e->stx.stx_mtime.tv_sec);
 	size_t dl = strlen(date);
 
-	x__mode_str(e->stx.stx_mode, p);
+	sftpd__mode_str(e->stx.stx_mode, p);
 	p += 10;
 	*p++ = ' ';
-	p = x__num(p, e->stx.stx_nlink, 3, false);
+	p = sftpd__num(p, e->stx.stx_nlink, 3, false);
 	*p++ = ' ';
-	p = x__num(p, e->stx.stx_uid, 8, true);
+	p = sftpd__num(p, e->stx.stx_uid, 8, true);
 	*p++ = ' ';
-	p = x__num(p, e->stx.stx_gid, 8, true);
+	p = sftpd__num(p, e->stx.stx_gid, 8, true);
 	*p++ = ' ';
-	p = x__num(p, e->stx.stx_size, 8, false);
+	p = sftpd__num(p, e->stx.stx_size, 8, false);
 	*p++ = ' ';
 	memcpy(p, date, dl);
 	p += dl;
@@ -109,7 +109,7 @@ static size_t x__longname(char *buf, const struct lk_entry *e)
 }
 
 /* Answers @r with the next entries of the batch. */
-static void x__name_reply(struct sreq *r, struct shandle *h)
+static void sftpd__name_reply(struct sreq *r, struct shandle *h)
 {
 	struct sw_buf *w = &r->c->out;
 	size_t at = sw_begin(w, SSH_FXP_NAME, r->id, true);
@@ -125,7 +125,7 @@ static void x__name_reply(struct sreq *r, struct shandle *h)
 			continue;  /* as sftp-server: an entry that cannot be stat'ed is left out */
 		sw_put_str(w, e->name, e->namelen);
 		if (e->namelen <= 255)
-			sw_put_str(w, ln, x__longname(ln, e));
+			sw_put_str(w, ln, sftpd__longname(ln, e));
 		else
 			sw_put_str(w, e->name, e->namelen);
 		sftpd_put_attrs(w, &e->stx);
@@ -150,7 +150,7 @@ static void x__name_reply(struct sreq *r, struct shandle *h)
 	sftpd_req_done(r);
 }
 
-static struct sreq *x__pop(struct shandle *h)
+static struct sreq *sftpd__pop(struct shandle *h)
 {
 	struct sreq *r = h->rd_head;
 	h->rd_head = r->next;
@@ -159,7 +159,7 @@ static struct sreq *x__pop(struct shandle *h)
 	return r;
 }
 
-static void x__next_done(struct tevent_req *req)
+static void sftpd__next_done(struct tevent_req *req)
 {
 	struct shandle *h = tevent_req_callback_data(req, struct shandle);
 	struct lk_entry *ents = NULL;
@@ -176,34 +176,34 @@ static void x__next_done(struct tevent_req *req)
 	} else {
 		h->eof = true;
 		if (rc < 0 && h->rd_head && !h->closed)
-			sftpd_status_errno(x__pop(h), -rc);
+			sftpd_status_errno(sftpd__pop(h), -rc);
 	}
 	if (!h->closed)
-		x__pump(h);
+		sftpd__pump(h);
 	sftpd_handle_release(h);
 }
 
-static void x__pump(struct shandle *h)
+static void sftpd__pump(struct shandle *h)
 {
 	while (h->rd_head) {
 		if (h->pos < h->nents) {
-			x__name_reply(h->rd_head, h);
+			sftpd__name_reply(h->rd_head, h);
 			continue;
 		}
 		if (h->eof) {
-			sftpd_status(x__pop(h), SSH_FX_EOF, "end of directory");
+			sftpd_status(sftpd__pop(h), SSH_FX_EOF, "end of directory");
 			continue;
 		}
 		if (h->reading)
 			return;
 		struct tevent_req *req = ftev_scan_next_send(h, h->scan);
 		if (!req) {
-			sftpd_status(x__pop(h), SSH_FX_FAILURE, "out of memory");
+			sftpd_status(sftpd__pop(h), SSH_FX_FAILURE, "out of memory");
 			continue;
 		}
 		h->reading = true;
 		h->busy++;
-		tevent_req_set_callback(req, x__next_done, h);
+		tevent_req_set_callback(req, sftpd__next_done, h);
 		return;
 	}
 }
@@ -217,33 +217,25 @@ void sftpd_readdir(struct sreq *r, struct shandle *h)
 	else
 		h->rd_head = r;
 	h->rd_tail = r;
-	x__pump(h);
+	sftpd__pump(h);
 }
 
 void sftpd_dir_closed(struct shandle *h)
 {
 	while (h->rd_head)
-		sftpd_status(x__pop(h), SSH_FX_FAILURE, "handle closed");
+		sftpd_status(sftpd__pop(h), SSH_FX_FAILURE, "handle closed");
 }
 
-static void x__opendir_done(struct tevent_req *req)
+static void sftpd__opendir_done(struct tevent_req *req)
 {
 	struct sreq *r = tevent_req_callback_data(req, struct sreq);
 	struct sftpd *s = r->c->srv;
 	struct lk_file f;
-	int rc = ftev_open_recv(req, &f);
+	struct shandle *h = sftpd_handle_opened(req, r, SH_DIR, &f);
+	int rc;
 
-	talloc_free(req);
-	if (rc < 0) {
-		sftpd_status_errno(r, -rc);
+	if (!h)
 		return;
-	}
-	struct shandle *h = sftpd_handle_new(r->c, SH_DIR, f.fd);
-	if (!h) {
-		close(f.fd);
-		sftpd_status(r, SSH_FX_FAILURE, "too many open handles");
-		return;
-	}
 	/* Name order lets concurrent listings of one directory share a
 	 * single pass; dotfiles and . and .. as sftp-server lists them. */
 	struct lk_scan_opts o = {
@@ -278,5 +270,5 @@ void sftpd_opendir(struct sreq *r, const char *rel)
 		return;
 	}
 	r->path = rel;
-	tevent_req_set_callback(req, x__opendir_done, r);
+	tevent_req_set_callback(req, sftpd__opendir_done, r);
 }

@@ -107,6 +107,11 @@ void sftpd_put_attrs(struct sw_buf *w, const struct statx *stx);
 struct shandle *sftpd_handle_get(struct sconn *c, struct sw_reader *rd,
                                  enum shandle_kind kind);
 struct shandle *sftpd_handle_new(struct sconn *c, enum shandle_kind kind, int fd);
+/** Takes an ftev_open's result into @f (and frees @req) as a new handle
+ *  of @kind, which owns f->fd; on failure answers @r's status and
+ *  returns NULL. */
+struct shandle *sftpd_handle_opened(struct tevent_req *req, struct sreq *r,
+                                    enum shandle_kind kind, struct lk_file *f);
 void sftpd_put_handle(struct sw_buf *w, const struct shandle *h);
 /** The path beneath the root for a client's path ("." for the root),
  *  ".." resolved lexically and never above the root. */

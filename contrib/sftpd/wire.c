@@ -7,7 +7,7 @@
 
 #include "contrib/sftpd/wire.h"
 
-static const uint8_t *x__take(struct sw_reader *r, size_t n)
+static const uint8_t *sftpd__take(struct sw_reader *r, size_t n)
 {
 	if (r->bad || r->n < n) {
 		r->bad = true;
@@ -21,13 +21,13 @@ static const uint8_t *x__take(struct sw_reader *r, size_t n)
 
 uint8_t sw_u8(struct sw_reader *r)
 {
-	const uint8_t *p = x__take(r, 1);
+	const uint8_t *p = sftpd__take(r, 1);
 	return p ? p[0] : 0;
 }
 
 uint32_t sw_u32(struct sw_reader *r)
 {
-	const uint8_t *p = x__take(r, 4);
+	const uint8_t *p = sftpd__take(r, 4);
 	return p ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
 	           (uint32_t)p[2] << 8 | p[3] : 0;
 }
@@ -41,7 +41,7 @@ uint64_t sw_u64(struct sw_reader *r)
 const uint8_t *sw_str(struct sw_reader *r, uint32_t *len)
 {
 	uint32_t n = sw_u32(r);
-	const uint8_t *p = x__take(r, n);
+	const uint8_t *p = sftpd__take(r, n);
 	*len = p ? n : 0;
 	return p;
 }
@@ -67,11 +67,11 @@ void sw_skip_attrs(struct sw_reader *r)
 	if (flags & SSH_FILEXFER_ATTR_SIZE)
 		(void)sw_u64(r);
 	if (flags & SSH_FILEXFER_ATTR_UIDGID)
-		(void)x__take(r, 8);
+		(void)sftpd__take(r, 8);
 	if (flags & SSH_FILEXFER_ATTR_PERMISSIONS)
 		(void)sw_u32(r);
 	if (flags & SSH_FILEXFER_ATTR_ACMODTIME)
-		(void)x__take(r, 8);
+		(void)sftpd__take(r, 8);
 	if (flags & SSH_FILEXFER_ATTR_EXTENDED) {
 		uint32_t count = sw_u32(r), len;
 		/* Each pair takes at least 8 bytes: the count cannot make us
@@ -83,7 +83,7 @@ void sw_skip_attrs(struct sw_reader *r)
 	}
 }
 
-static uint8_t *x__room(struct sw_buf *w, size_t n)
+static uint8_t *sftpd__room(struct sw_buf *w, size_t n)
 {
 	if (w->oom)
 		return NULL;
@@ -106,12 +106,12 @@ static uint8_t *x__room(struct sw_buf *w, size_t n)
 
 void sw_put_u8(struct sw_buf *w, uint8_t v)
 {
-	uint8_t *p = x__room(w, 1);
+	uint8_t *p = sftpd__room(w, 1);
 	if (p)
 		*p = v;
 }
 
-static void x__be32(uint8_t *p, uint32_t v)
+static void sftpd__be32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 24);
 	p[1] = (uint8_t)(v >> 16);
@@ -121,9 +121,9 @@ static void x__be32(uint8_t *p, uint32_t v)
 
 void sw_put_u32(struct sw_buf *w, uint32_t v)
 {
-	uint8_t *p = x__room(w, 4);
+	uint8_t *p = sftpd__room(w, 4);
 	if (p)
-		x__be32(p, v);
+		sftpd__be32(p, v);
 }
 
 void sw_put_u64(struct sw_buf *w, uint64_t v)
@@ -135,7 +135,7 @@ void sw_put_u64(struct sw_buf *w, uint64_t v)
 void sw_put_str(struct sw_buf *w, const void *s, size_t n)
 {
 	sw_put_u32(w, (uint32_t)n);
-	uint8_t *p = x__room(w, n);
+	uint8_t *p = sftpd__room(w, n);
 	if (p && n)
 		memcpy(p, s, n);
 }
@@ -153,7 +153,7 @@ size_t sw_begin(struct sw_buf *w, uint8_t type, uint32_t id, bool with_id)
 void sw_end(struct sw_buf *w, size_t start)
 {
 	if (!w->oom)
-		x__be32(w->b + start, (uint32_t)(w->len - start - 4));
+		sftpd__be32(w->b + start, (uint32_t)(w->len - start - 4));
 }
 
 void sw_compact(struct sw_buf *w)

@@ -2,7 +2,7 @@
  * libfibril-tevent: the host (engine fd, timer, kick) and the requests on
  * paths and fds. Scans are in fibril_tevent_scan.c.
  *
- * Every request owns a hidden operation object (struct x__op) that is
+ * Every request owns a hidden operation object (struct ftev__op) that is
  * not a talloc child of the request: it holds whatever the kernel or a
  * pool thread may still write (statx, read buffer, link buffer, the fd
  * being opened). When the request goes away first, the operation is
@@ -28,26 +28,26 @@
  * engine's timeout 0 and we come straight back. */
 #define FTEV__BUDGET 1024
 
-static void x__run(struct ftev *ft);
+static void ftev__run(struct ftev *ft);
 
-static void x__on_imm(struct tevent_context *ev, struct tevent_immediate *im,
+static void ftev__on_imm(struct tevent_context *ev, struct tevent_immediate *im,
                       void *arg)
 {
 	(void)ev;
 	(void)im;
-	x__run(arg);
+	ftev__run(arg);
 }
 
-static void x__on_fd(struct tevent_context *ev, struct tevent_fd *fde,
+static void ftev__on_fd(struct tevent_context *ev, struct tevent_fd *fde,
                      uint16_t flags, void *arg)
 {
 	(void)ev;
 	(void)fde;
 	(void)flags;
-	x__run(arg);
+	ftev__run(arg);
 }
 
-static void x__on_timer(struct tevent_context *ev, struct tevent_timer *te,
+static void ftev__on_timer(struct tevent_context *ev, struct tevent_timer *te,
                         struct timeval now, void *arg)
 {
 	struct ftev *ft = arg;
@@ -56,10 +56,10 @@ static void x__on_timer(struct tevent_context *ev, struct tevent_timer *te,
 	(void)now;
 	if (ft->tm == te)
 		ft->tm = NULL;  /* tevent frees a timer once it has fired */
-	x__run(ft);
+	ftev__run(ft);
 }
 
-static void x__rearm(struct ftev *ft)
+static void ftev__rearm(struct ftev *ft)
 {
 	int a = async_engine_timeout_ms(ft->e);
 	int b = fibril_sched_timeout_ms();
@@ -67,11 +67,11 @@ static void x__rearm(struct ftev *ft)
 
 	TALLOC_FREE(ft->tm);
 	if (t == 0) {
-		tevent_schedule_immediate(ft->im, ft->ev, x__on_imm, ft);
+		tevent_schedule_immediate(ft->im, ft->ev, ftev__on_imm, ft);
 	} else if (t > 0) {
 		ft->tm = tevent_add_timer(ft->ev, ft,
 		                          tevent_timeval_current_ofs(t / 1000, (t % 1000) * 1000),
-		                          x__on_timer, ft);
+		                          ftev__on_timer, ft);
 	}
 }
 
@@ -97,7 +97,7 @@ void ftev__complete(struct ftev *ft, struct tevent_req *req, int err)
 	ft->ready[ft->nready].err = err;
 	ft->nready++;
 	if (!ft->in_run)
-		tevent_schedule_immediate(ft->im, ft->ev, x__on_imm, ft);
+		tevent_schedule_immediate(ft->im, ft->ev, ftev__on_imm, ft);
 }
 
 void ftev__forget(struct ftev *ft, struct tevent_req *req)
@@ -109,7 +109,7 @@ void ftev__forget(struct ftev *ft, struct tevent_req *req)
 
 /* Finishes the queued requests, in completion order; their callbacks
  * may queue more (which this loop then finishes too) or free others. */
-static void x__notify(struct ftev *ft)
+static void ftev__notify(struct ftev *ft)
 {
 	for (size_t i = 0; i < ft->nready; i++) {
 		struct tevent_req *req = ft->ready[i].req;
@@ -125,25 +125,25 @@ static void x__notify(struct ftev *ft)
 	ft->nready = 0;
 }
 
-static void x__run(struct ftev *ft)
+static void ftev__run(struct ftev *ft)
 {
 	ft->in_run = true;
 	async_engine_process(ft->e, FTEV__BUDGET);
 	fibril_sched_run();
 	ft->in_run = false;
-	x__notify(ft);
-	x__rearm(ft);
+	ftev__notify(ft);
+	ftev__rearm(ft);
 }
 
 /* The engine's kick: schedule a run, never make it from here. */
-static void x__kick(void *arg)
+static void ftev__kick(void *arg)
 {
 	struct ftev *ft = arg;
 
-	tevent_schedule_immediate(ft->im, ft->ev, x__on_imm, ft);
+	tevent_schedule_immediate(ft->im, ft->ev, ftev__on_imm, ft);
 }
 
-static int x__host_destructor(struct ftev *ft)
+static int ftev__host_destructor(struct ftev *ft)
 {
 	async_engine_set_kick(ft->e, NULL, NULL);
 	return 0;
@@ -160,14 +160,14 @@ int ftev_attach(struct tevent_context *ev, async_engine_t *e, struct ftev **out)
 	ft->e = e;
 	ft->im = tevent_create_immediate(ft);
 	ft->fde = tevent_add_fd(ev, ft, async_engine_fd(e), TEVENT_FD_READ,
-	                        x__on_fd, ft);
+	                        ftev__on_fd, ft);
 	if (!ft->im || !ft->fde) {
 		talloc_free(ft);
 		return -ENOMEM;
 	}
-	async_engine_set_kick(e, x__kick, ft);
-	talloc_set_destructor(ft, x__host_destructor);
-	tevent_schedule_immediate(ft->im, ev, x__on_imm, ft);
+	async_engine_set_kick(e, ftev__kick, ft);
+	talloc_set_destructor(ft, ftev__host_destructor);
+	tevent_schedule_immediate(ft->im, ev, ftev__on_imm, ft);
 	*out = ft;
 	return 0;
 }
@@ -184,12 +184,12 @@ async_engine_t *ftev_engine(const struct ftev *ft)
 
 /* ---- operations ---- */
 
-enum x__kind { X__OPEN, X__STAT, X__READLINK, X__FSTAT, X__PREAD };
+enum ftev__kind { X__OPEN, X__STAT, X__READLINK, X__FSTAT, X__PREAD };
 
-struct x__op {
+struct ftev__op {
 	struct tevent_req *req;   /* NULL once the request is gone */
 	struct ftev *ft;
-	enum x__kind kind;
+	enum ftev__kind kind;
 	bool in_send;             /* completing inside _send: post, not defer */
 	lk_op_t *lkop;            /* pending open */
 	long cookie;              /* pending async call */
@@ -200,16 +200,16 @@ struct x__op {
 	uint8_t *buf;             /* live for reads; a talloc child */
 };
 
-struct x__state {
+struct ftev__state {
 	struct ftev *ft;
-	struct x__op *op;         /* pending operation, else NULL */
+	struct ftev__op *op;         /* pending operation, else NULL */
 	long res;
 	struct lk_file f;         /* f.fd < 0 when none or taken */
 	struct statx stx;
 	uint8_t *buf;
 };
 
-static void x__finish(struct x__op *op, long res)
+static void ftev__finish(struct ftev__op *op, long res)
 {
 	struct tevent_req *req = op->req;
 
@@ -219,7 +219,7 @@ static void x__finish(struct x__op *op, long res)
 		talloc_free(op);
 		return;
 	}
-	struct x__state *st = tevent_req_data(req, struct x__state);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
 	st->op = NULL;
 	st->res = res;
 	if (res >= 0) {
@@ -243,9 +243,9 @@ static void x__finish(struct x__op *op, long res)
 		tevent_req_done(req);
 }
 
-static void x__call_cb(void *arg, long res)
+static void ftev__call_cb(void *arg, long res)
 {
-	struct x__op *op = arg;
+	struct ftev__op *op = arg;
 
 	op->cookie = 0;
 	if (op->kind == X__READLINK) {
@@ -254,65 +254,65 @@ static void x__call_cb(void *arg, long res)
 		if (res >= 0)
 			op->buf[res] = 0;
 	}
-	x__finish(op, res);
+	ftev__finish(op, res);
 }
 
-static void x__submit(struct x__op *op, long call, const unsigned long *args)
+static void ftev__submit(struct ftev__op *op, long call, const unsigned long *args)
 {
-	long rc = async_submit_cb(0, &op->result, call, args, x__call_cb, op);
+	long rc = async_submit_cb(0, &op->result, call, args, ftev__call_cb, op);
 	if (rc > 0)
 		op->cookie = rc;
 	else
-		x__call_cb(op, rc < 0 ? rc : op->result);
+		ftev__call_cb(op, rc < 0 ? rc : op->result);
 }
 
 /* The path is open (res 0, op->f filled) or failed. */
-static void x__opened(struct x__op *op, int res)
+static void ftev__opened(struct ftev__op *op, int res)
 {
 	if (res < 0) {
-		x__finish(op, res);
+		ftev__finish(op, res);
 		return;
 	}
 	switch (op->kind) {
 	case X__STAT:
 		close(op->f.fd);
 		op->f.fd = -1;
-		x__finish(op, 0);
+		ftev__finish(op, 0);
 		return;
 	case X__READLINK:
 		if (!S_ISLNK(op->f.stx.stx_mode) || !op->req) {
 			close(op->f.fd);
 			op->f.fd = -1;
-			x__finish(op, op->req ? -EINVAL : -ECANCELED);
+			ftev__finish(op, op->req ? -EINVAL : -ECANCELED);
 			return;
 		}
 		op->buf = talloc_size(op, PATH_MAX + 1);
 		if (!op->buf) {
-			x__call_cb(op, -ENOMEM);
+			ftev__call_cb(op, -ENOMEM);
 			return;
 		}
 		unsigned long a[4] = { (unsigned long)op->f.fd, (unsigned long)"",
 		                       (unsigned long)op->buf, PATH_MAX };
-		x__submit(op, ASYNC_READLINKAT, a);
+		ftev__submit(op, ASYNC_READLINKAT, a);
 		return;
 	default:
-		x__finish(op, 0);
+		ftev__finish(op, 0);
 	}
 }
 
-static void x__open_cb(void *arg, int res, const struct lk_file *f)
+static void ftev__open_cb(void *arg, int res, const struct lk_file *f)
 {
-	struct x__op *op = arg;
+	struct ftev__op *op = arg;
 
 	op->lkop = NULL;
 	if (res == 0)
 		op->f = *f;
-	x__opened(op, res);
+	ftev__opened(op, res);
 }
 
-static void x__lookup_cb(void *arg, int res, struct lk_lookup *l)
+static void ftev__lookup_cb(void *arg, int res, struct lk_lookup *l)
 {
-	struct x__op *op = arg;
+	struct ftev__op *op = arg;
 
 	op->lkop = NULL;
 	if (res == 0) {
@@ -320,10 +320,10 @@ static void x__lookup_cb(void *arg, int res, struct lk_lookup *l)
 		l->file.fd = -1;
 		lk_lookup_release(l);
 	}
-	x__opened(op, res);
+	ftev__opened(op, res);
 }
 
-static void x__cancel(struct x__op *op)
+static void ftev__cancel(struct ftev__op *op)
 {
 	if (op->lkop)
 		lk_op_cancel(op->lkop);
@@ -331,28 +331,28 @@ static void x__cancel(struct x__op *op)
 		async_cancel(op->cookie);
 }
 
-static bool x__cancel_fn(struct tevent_req *req)
+static bool ftev__cancel_fn(struct tevent_req *req)
 {
-	struct x__state *st = tevent_req_data(req, struct x__state);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
 
 	if (!st->op)
 		return false;
-	x__cancel(st->op);
+	ftev__cancel(st->op);
 	return true;
 }
 
-static void x__cleanup_fn(struct tevent_req *req, enum tevent_req_state state)
+static void ftev__cleanup_fn(struct tevent_req *req, enum tevent_req_state state)
 {
-	struct x__state *st = tevent_req_data(req, struct x__state);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
 
 	if (state != TEVENT_REQ_RECEIVED)
 		return;
 	ftev__forget(st->ft, req);
 	if (st->op) {
-		struct x__op *op = st->op;
+		struct ftev__op *op = st->op;
 		st->op = NULL;
 		op->req = NULL;   /* its completion frees it */
-		x__cancel(op);
+		ftev__cancel(op);
 	}
 	if (st->f.fd >= 0) {
 		close(st->f.fd);
@@ -360,16 +360,16 @@ static void x__cleanup_fn(struct tevent_req *req, enum tevent_req_state state)
 	}
 }
 
-static struct tevent_req *x__new(TALLOC_CTX *mem, struct ftev *ft,
-                                 enum x__kind kind, struct x__op **opp)
+static struct tevent_req *ftev__new(TALLOC_CTX *mem, struct ftev *ft,
+                                 enum ftev__kind kind, struct ftev__op **opp)
 {
-	struct x__state *st;
-	struct tevent_req *req = tevent_req_create(mem, &st, struct x__state);
+	struct ftev__state *st;
+	struct tevent_req *req = tevent_req_create(mem, &st, struct ftev__state);
 	if (!req)
 		return NULL;
 	st->f.fd = -1;
 	st->ft = ft;
-	struct x__op *op = talloc_zero(NULL, struct x__op);
+	struct ftev__op *op = talloc_zero(NULL, struct ftev__op);
 	if (!op) {
 		talloc_free(req);
 		return NULL;
@@ -380,16 +380,16 @@ static struct tevent_req *x__new(TALLOC_CTX *mem, struct ftev *ft,
 	op->f.fd = -1;
 	op->in_send = true;
 	st->op = op;
-	tevent_req_set_cleanup_fn(req, x__cleanup_fn);
-	tevent_req_set_cancel_fn(req, x__cancel_fn);
+	tevent_req_set_cleanup_fn(req, ftev__cleanup_fn);
+	tevent_req_set_cancel_fn(req, ftev__cancel_fn);
 	*opp = op;
 	return req;
 }
 
 /* Ends a _send: posts a request that finished inside it. */
-static struct tevent_req *x__sent(struct tevent_req *req, struct ftev *ft)
+static struct tevent_req *ftev__sent(struct tevent_req *req, struct ftev *ft)
 {
-	struct x__state *st = tevent_req_data(req, struct x__state);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
 
 	if (st->op)
 		st->op->in_send = false;
@@ -398,21 +398,21 @@ static struct tevent_req *x__sent(struct tevent_req *req, struct ftev *ft)
 	return req;
 }
 
-static struct tevent_req *x__open_any(TALLOC_CTX *mem, struct ftev *ft,
-                                      enum x__kind kind, lk_root_t *r,
+static struct tevent_req *ftev__open_any(TALLOC_CTX *mem, struct ftev *ft,
+                                      enum ftev__kind kind, lk_root_t *r,
                                       const char *path, int oflags,
                                       lk_group_t *g,
                                       const struct lk_lookup_opts *o)
 {
-	struct x__op *op;
-	struct tevent_req *req = x__new(mem, ft, kind, &op);
+	struct ftev__op *op;
+	struct tevent_req *req = ftev__new(mem, ft, kind, &op);
 	if (!req)
 		return NULL;
 	int rc;
 	if (o) {
 		struct lk_lookup_opts lo = *o;
 		lo.oflags = oflags;
-		rc = lk_lookup_start(r, path, &lo, &op->lk, x__lookup_cb, op,
+		rc = lk_lookup_start(r, path, &lo, &op->lk, ftev__lookup_cb, op,
 		                     &op->lkop);
 		if (rc == 0) {
 			op->f = op->lk.file;
@@ -420,21 +420,21 @@ static struct tevent_req *x__open_any(TALLOC_CTX *mem, struct ftev *ft,
 			lk_lookup_release(&op->lk);
 		}
 	} else {
-		rc = lk_open_start(r, path, oflags, g, &op->f, x__open_cb, op,
+		rc = lk_open_start(r, path, oflags, g, &op->f, ftev__open_cb, op,
 		                   &op->lkop);
 	}
 	if (rc == 1)
-		return x__sent(req, ft);
+		return ftev__sent(req, ft);
 	op->lkop = NULL;
-	x__opened(op, rc);
-	return x__sent(req, ft);
+	ftev__opened(op, rc);
+	return ftev__sent(req, ft);
 }
 
 struct tevent_req *ftev_open_send(TALLOC_CTX *mem, struct ftev *ft,
                                   lk_root_t *r, const char *path, int oflags,
                                   lk_group_t *g)
 {
-	return x__open_any(mem, ft, X__OPEN, r, path, oflags, g, NULL);
+	return ftev__open_any(mem, ft, X__OPEN, r, path, oflags, g, NULL);
 }
 
 struct tevent_req *ftev_lookup_send(TALLOC_CTX *mem, struct ftev *ft,
@@ -443,10 +443,10 @@ struct tevent_req *ftev_lookup_send(TALLOC_CTX *mem, struct ftev *ft,
 {
 	static const struct lk_lookup_opts none = { .oflags = O_RDONLY };
 	const struct lk_lookup_opts *lo = o ? o : &none;
-	return x__open_any(mem, ft, X__OPEN, r, path, lo->oflags, NULL, lo);
+	return ftev__open_any(mem, ft, X__OPEN, r, path, lo->oflags, NULL, lo);
 }
 
-static long x__recv(struct tevent_req *req)
+static long ftev__recv(struct tevent_req *req)
 {
 	enum tevent_req_state state;
 	uint64_t err;
@@ -456,14 +456,14 @@ static long x__recv(struct tevent_req *req)
 			return -(long)err;
 		return state == TEVENT_REQ_NO_MEMORY ? -ENOMEM : -ETIMEDOUT;
 	}
-	struct x__state *st = tevent_req_data(req, struct x__state);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
 	return st->res;
 }
 
 int ftev_open_recv(struct tevent_req *req, struct lk_file *out)
 {
-	struct x__state *st = tevent_req_data(req, struct x__state);
-	long rc = x__recv(req);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
+	long rc = ftev__recv(req);
 
 	if (rc >= 0) {
 		*out = st->f;
@@ -479,14 +479,14 @@ struct tevent_req *ftev_stat_send(TALLOC_CTX *mem, struct ftev *ft,
                                   const struct lk_lookup_opts *o)
 {
 	int of = O_PATH | ((flags & FTEV_NOFOLLOW) ? O_NOFOLLOW : 0);
-	return x__open_any(mem, ft, X__STAT, r, path, of, NULL, o);
+	return ftev__open_any(mem, ft, X__STAT, r, path, of, NULL, o);
 }
 
-static int x__stx_recv(struct tevent_req *req, struct statx *out)
+static int ftev__stx_recv(struct tevent_req *req, struct statx *out)
 {
-	long rc = x__recv(req);
+	long rc = ftev__recv(req);
 
-	struct x__state *st = tevent_req_data(req, struct x__state);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
 	if (rc >= 0)
 		*out = st->stx;
 	tevent_req_received(req);
@@ -495,22 +495,22 @@ static int x__stx_recv(struct tevent_req *req, struct statx *out)
 
 int ftev_stat_recv(struct tevent_req *req, struct statx *out)
 {
-	return x__stx_recv(req, out);
+	return ftev__stx_recv(req, out);
 }
 
 struct tevent_req *ftev_readlink_send(TALLOC_CTX *mem, struct ftev *ft,
                                       lk_root_t *r, const char *path,
                                       const struct lk_lookup_opts *o)
 {
-	return x__open_any(mem, ft, X__READLINK, r, path,
+	return ftev__open_any(mem, ft, X__READLINK, r, path,
 	                   O_PATH | O_NOFOLLOW, NULL, o);
 }
 
 int ftev_readlink_recv(struct tevent_req *req, TALLOC_CTX *mem,
                        char **target)
 {
-	struct x__state *st = tevent_req_data(req, struct x__state);
-	long rc = x__recv(req);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
+	long rc = ftev__recv(req);
 
 	if (rc >= 0)
 		*target = (char *)talloc_steal(mem, st->buf);
@@ -520,48 +520,48 @@ int ftev_readlink_recv(struct tevent_req *req, TALLOC_CTX *mem,
 
 struct tevent_req *ftev_fstat_send(TALLOC_CTX *mem, struct ftev *ft, int fd)
 {
-	struct x__op *op;
-	struct tevent_req *req = x__new(mem, ft, X__FSTAT, &op);
+	struct ftev__op *op;
+	struct tevent_req *req = ftev__new(mem, ft, X__FSTAT, &op);
 	if (!req)
 		return NULL;
 	unsigned long a[5] = { (unsigned long)(long)fd, (unsigned long)"",
 	                       AT_EMPTY_PATH, STATX_BASIC_STATS,
 	                       (unsigned long)&op->stx };
-	x__submit(op, ASYNC_STATX, a);
-	return x__sent(req, ft);
+	ftev__submit(op, ASYNC_STATX, a);
+	return ftev__sent(req, ft);
 }
 
 int ftev_fstat_recv(struct tevent_req *req, struct statx *out)
 {
-	return x__stx_recv(req, out);
+	return ftev__stx_recv(req, out);
 }
 
 struct tevent_req *ftev_pread_send(TALLOC_CTX *mem, struct ftev *ft, int fd,
                                    size_t count, uint64_t offset)
 {
-	struct x__op *op;
-	struct tevent_req *req = x__new(mem, ft, X__PREAD, &op);
+	struct ftev__op *op;
+	struct tevent_req *req = ftev__new(mem, ft, X__PREAD, &op);
 	if (!req)
 		return NULL;
 	if (count > SSIZE_MAX || offset > INT64_MAX) {
-		x__finish(op, -EINVAL);
-		return x__sent(req, ft);
+		ftev__finish(op, -EINVAL);
+		return ftev__sent(req, ft);
 	}
 	op->buf = talloc_size(op, count ? count : 1);
 	if (!op->buf) {
-		x__finish(op, -ENOMEM);
-		return x__sent(req, ft);
+		ftev__finish(op, -ENOMEM);
+		return ftev__sent(req, ft);
 	}
 	unsigned long a[4] = { (unsigned long)(long)fd, (unsigned long)op->buf,
 	                       (unsigned long)count, (unsigned long)offset };
-	x__submit(op, ASYNC_PREAD, a);
-	return x__sent(req, ft);
+	ftev__submit(op, ASYNC_PREAD, a);
+	return ftev__sent(req, ft);
 }
 
 ssize_t ftev_pread_recv(struct tevent_req *req, TALLOC_CTX *mem, uint8_t **buf)
 {
-	struct x__state *st = tevent_req_data(req, struct x__state);
-	long rc = x__recv(req);
+	struct ftev__state *st = tevent_req_data(req, struct ftev__state);
+	long rc = ftev__recv(req);
 
 	if (rc >= 0)
 		*buf = rc > 0 ? talloc_steal(mem, st->buf) : NULL;

@@ -20,7 +20,7 @@ struct ftev_scan {
 	bool cb_pending;          /* lk_scan_next_cb() will call us back */
 };
 
-struct x__next_state {
+struct ftev__next_state {
 	struct ftev *ft;
 	struct ftev_scan *s;      /* NULL once detached */
 	int res;
@@ -28,7 +28,7 @@ struct x__next_state {
 	size_t n;
 };
 
-static int x__scan_destructor(struct ftev_scan *s)
+static int ftev__scan_destructor(struct ftev_scan *s)
 {
 	struct tevent_req *req = s->cur;
 
@@ -36,7 +36,7 @@ static int x__scan_destructor(struct ftev_scan *s)
 	lk_scan_close(s->lk);
 	if (req) {
 		s->cur = NULL;
-		struct x__next_state *st = tevent_req_data(req, struct x__next_state);
+		struct ftev__next_state *st = tevent_req_data(req, struct ftev__next_state);
 		st->s = NULL;
 		tevent_req_defer_callback(req, s->ft->ev);
 		tevent_req_error(req, ECANCELED);
@@ -57,13 +57,13 @@ int ftev_scan_open(TALLOC_CTX *mem, struct ftev *ft, lk_root_t *r,
 		return rc;
 	}
 	s->ft = ft;
-	talloc_set_destructor(s, x__scan_destructor);
+	talloc_set_destructor(s, ftev__scan_destructor);
 	*out = s;
 	return 0;
 }
 
 /* Copies the batch: lk_scan's pointers last only until its next call. */
-static int x__copy(struct x__next_state *st, const struct lk_entry *e,
+static int ftev__copy(struct ftev__next_state *st, const struct lk_entry *e,
                    size_t n)
 {
 	struct lk_entry *a = talloc_array(st, struct lk_entry, n);
@@ -83,26 +83,26 @@ static int x__copy(struct x__next_state *st, const struct lk_entry *e,
 	return 1;
 }
 
-static void x__ready(void *arg);
+static void ftev__ready(void *arg);
 
 /* Asks the scan for a batch; false while it has none yet. */
-static bool x__try(struct ftev_scan *s, struct x__next_state *st)
+static bool ftev__try(struct ftev_scan *s, struct ftev__next_state *st)
 {
 	const struct lk_entry *e;
 	size_t n;
 
 	if (s->cb_pending)
 		return false;
-	int rc = lk_scan_next_cb(s->lk, &e, &n, x__ready, s);
+	int rc = lk_scan_next_cb(s->lk, &e, &n, ftev__ready, s);
 	if (rc == -EAGAIN) {
 		s->cb_pending = true;
 		return false;
 	}
-	st->res = rc == 1 ? x__copy(st, e, n) : rc;
+	st->res = rc == 1 ? ftev__copy(st, e, n) : rc;
 	return true;
 }
 
-static void x__ready(void *arg)
+static void ftev__ready(void *arg)
 {
 	struct ftev_scan *s = arg;
 	struct tevent_req *req = s->cur;
@@ -110,17 +110,17 @@ static void x__ready(void *arg)
 	s->cb_pending = false;
 	if (!req)
 		return;   /* the batch waits for the next request */
-	struct x__next_state *st = tevent_req_data(req, struct x__next_state);
-	if (!x__try(s, st))
+	struct ftev__next_state *st = tevent_req_data(req, struct ftev__next_state);
+	if (!ftev__try(s, st))
 		return;
 	s->cur = NULL;
 	st->s = NULL;
 	ftev__complete(s->ft, req, st->res < 0 ? -st->res : 0);
 }
 
-static bool x__next_cancel(struct tevent_req *req)
+static bool ftev__next_cancel(struct tevent_req *req)
 {
-	struct x__next_state *st = tevent_req_data(req, struct x__next_state);
+	struct ftev__next_state *st = tevent_req_data(req, struct ftev__next_state);
 
 	if (!st->s)
 		return false;
@@ -128,9 +128,9 @@ static bool x__next_cancel(struct tevent_req *req)
 	return true;
 }
 
-static void x__next_cleanup(struct tevent_req *req, enum tevent_req_state state)
+static void ftev__next_cleanup(struct tevent_req *req, enum tevent_req_state state)
 {
-	struct x__next_state *st = tevent_req_data(req, struct x__next_state);
+	struct ftev__next_state *st = tevent_req_data(req, struct ftev__next_state);
 
 	if (state == TEVENT_REQ_RECEIVED)
 		ftev__forget(st->ft, req);
@@ -143,17 +143,17 @@ static void x__next_cleanup(struct tevent_req *req, enum tevent_req_state state)
 
 struct tevent_req *ftev_scan_next_send(TALLOC_CTX *mem, struct ftev_scan *s)
 {
-	struct x__next_state *st;
-	struct tevent_req *req = tevent_req_create(mem, &st, struct x__next_state);
+	struct ftev__next_state *st;
+	struct tevent_req *req = tevent_req_create(mem, &st, struct ftev__next_state);
 	if (!req)
 		return NULL;
 	st->ft = s->ft;
-	tevent_req_set_cleanup_fn(req, x__next_cleanup);
+	tevent_req_set_cleanup_fn(req, ftev__next_cleanup);
 	if (s->cur) {
 		tevent_req_error(req, EBUSY);
 		return tevent_req_post(req, s->ft->ev);
 	}
-	if (x__try(s, st)) {
+	if (ftev__try(s, st)) {
 		if (st->res < 0)
 			tevent_req_error(req, -st->res);
 		else
@@ -162,14 +162,14 @@ struct tevent_req *ftev_scan_next_send(TALLOC_CTX *mem, struct ftev_scan *s)
 	}
 	st->s = s;
 	s->cur = req;
-	tevent_req_set_cancel_fn(req, x__next_cancel);
+	tevent_req_set_cancel_fn(req, ftev__next_cancel);
 	return req;
 }
 
 int ftev_scan_next_recv(struct tevent_req *req, TALLOC_CTX *mem,
                         struct lk_entry **ents, size_t *n)
 {
-	struct x__next_state *st = tevent_req_data(req, struct x__next_state);
+	struct ftev__next_state *st = tevent_req_data(req, struct ftev__next_state);
 	enum tevent_req_state state;
 	uint64_t err;
 	int rc;
