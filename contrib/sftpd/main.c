@@ -3,7 +3,7 @@
  *
  *   fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-i] [-h]
  *
- * Without -l it serves one session on stdin/stdout (an OpenSSH
+ * Without -l it serves one connection on stdin/stdout (an OpenSSH
  * subsystem); with -l it accepts connections on loopback TCP ports (for
  * sshfs -o directport=PORT). A direct port has no authentication, which
  * is why only loopback addresses are accepted.
@@ -36,7 +36,7 @@ static void sftpd__usage(FILE *f)
 	        "usage: fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-i] [-h]\n"
 	        "  -r ROOT       serve ROOT as / (default: the current directory)\n"
 	        "  -l ADDR:PORT  listen on a loopback address (repeatable; port 0 picks one);\n"
-	        "                without -l: one session on stdin/stdout\n"
+	        "                without -l: one connection on stdin/stdout\n"
 	        "  -u USER       serve every connection as USER\n"
 	        "  -i            case-insensitive path lookups\n"
 	        "  -h            this help\n");

@@ -484,7 +484,7 @@ void sftpd_dispatch(struct sconn *c, uint8_t type, struct sw_reader *rd)
 {
 	if (type == SSH_FXP_INIT) {
 		if (c->inited) {
-			/* No id to answer with: a second INIT ends the session. */
+			/* No id to answer with: a second INIT ends the connection. */
 			c->eof = true;
 			return;
 		}
