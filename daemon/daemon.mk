@@ -61,7 +61,7 @@ FCACHE_IT = t/daemon/fcache.sh t/daemon/fcache-links.sh t/daemon/fcache-ns.sh \
 	t/daemon/fcache-watches.sh t/daemon/fcache-enospc.sh
 TESTS += $(FCACHE_IT)
 dist_check_SCRIPTS += $(FCACHE_IT)
-EXTRA_DIST += t/daemon/fcache-hits.py
+EXTRA_DIST += t/daemon/fcache-hits.py t/daemon/fcache_lib.sh
 
 # --- limits (LIMITS) ---
 LIMITS_IT = t/daemon/limits.sh t/daemon/limits-fds.sh t/daemon/limits-slowfs.sh t/daemon/limits-listing.sh

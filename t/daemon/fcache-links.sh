@@ -9,22 +9,7 @@
 D=$T/root
 O=$T/elsewhere
 HITS="python3 $top_srcdir/t/daemon/fcache-hits.py"
-conf=$T/fsd.conf
-echo "[server]" > "$conf"
-if [ "$(id -u)" = 0 ]; then
-	# root reads a mode-000 file anyway: serve as nobody
-	id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody"; exit 77; }
-	echo "user = nobody" >> "$conf"
-	chmod 755 "$T"
-fi
-
-n=0
-# put FILE: a fresh 827-byte body, different each time
-put() {
-	n=$((n + 1))
-	python3 -c 'import sys; sys.stdout.write(("%06d" % int(sys.argv[1]) + "x" * 819 + "\n"))' "$n" > "$1"
-	chmod 644 "$1"
-}
+. "$top_srcdir/t/daemon/fcache_lib.sh"
 
 # inplace FILE: other bytes, same size and mtime
 inplace() {

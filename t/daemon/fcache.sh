@@ -8,22 +8,7 @@
 
 D=$T/root
 mkdir -p "$D/a/b"
-conf=$T/fsd.conf
-echo "[server]" > "$conf"
-if [ "$(id -u)" = 0 ]; then
-	# root reads a mode-000 file anyway: serve as nobody
-	id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody"; exit 77; }
-	echo "user = nobody" >> "$conf"
-	chmod 755 "$T"
-fi
-
-# put NAME: a fresh 827-byte body, different each time
-n=0
-put() {
-	n=$((n + 1))
-	python3 -c 'import sys; sys.stdout.write(("%06d" % int(sys.argv[1]) + "x" * 819 + "\n"))' "$n" > "$1"
-	chmod 644 "$1"
-}
+. "$top_srcdir/t/daemon/fcache_lib.sh"
 
 # same NAME LABEL: GET twice, both byte-identical to the file now on disk
 same() {
