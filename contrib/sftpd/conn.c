@@ -158,7 +158,7 @@ static void sftpd__resume(struct tevent_context *ev, struct tevent_immediate *im
 		sftpd__update(c);
 }
 
-void sftpd_req_done(struct sreq *r)
+static void sftpd__req_done(struct sreq *r)
 {
 	struct sconn *c = r->c;
 	bool was = sftpd__throttled(c);
@@ -203,6 +203,7 @@ int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer)
 	if (!c)
 		return -ENOMEM;
 	c->srv = srv;
+	c->req_done = sftpd__req_done;
 	c->rfd = rfd;
 	c->wfd = wfd;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);

@@ -73,6 +73,9 @@ struct sconn {
 	char peer[64];
 	struct shandle *h[SFTPD_MAX_HANDLES];
 	uint32_t gen;
+	/* Queues the reply a request built and frees it: set by conn.c,
+	 * so that requests complete without calling back into it. */
+	void (*req_done)(struct sreq *r);
 };
 
 /** One request in progress: a talloc child of its connection, so that a
@@ -92,15 +95,21 @@ struct sreq {
 
 /* conn.c */
 int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer);
+void sftpd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /** Queues the reply that @r built in its connection's output buffer and
  *  frees @r. */
-void sftpd_req_done(struct sreq *r);
-void sftpd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void sftpd_req_done(struct sreq *r)
+{
+	r->c->req_done(r);
+}
 
 /* ops.c */
 /** Handles one packet (type, id and the rest in @rd); the packet's
  *  bytes stay valid only during the call. */
 void sftpd_dispatch(struct sconn *c, uint8_t type, struct sw_reader *rd);
+
+/* reply.c */
 void sftpd_status(struct sreq *r, uint32_t code, const char *msg);
 void sftpd_status_errno(struct sreq *r, int err);
 void sftpd_put_attrs(struct sw_buf *w, const struct statx *stx);
