@@ -26,6 +26,7 @@
 
 #include "fibril/async_int.h"
 #include "fibril/async_cred.h"
+#include "fibril/async_mnt.h"
 
 #define ASYNC__FLAGS_ALL (ASYNC_F_SYNC | ASYNC_F_NOINLINE | ASYNC_F_BACKGROUND)
 
@@ -298,6 +299,55 @@ static void async__ahead_start(async_engine_t *e, long dfd)
 	/* Now, not at the next flush: the loop may not flush until its
 	 * wait_for_async(), when the read-ahead is moot. */
 	async__pool_flush(e);
+}
+
+/* ---- closing off the caller's thread (async_mnt.h) ---- */
+
+/* A close the backend never ran (cancelled at destroy) is done here. */
+static void async__close_done(void *arg, long res)
+{
+	if (res == -ECANCELED)
+		close((int)(intptr_t)arg);
+}
+
+void async__close_fd(int fd)
+{
+	async_engine_t *e = async__cur;
+
+	if (fd < 0)
+		return;
+	if (!e || e->destroying || async__fd_local(fd) != 0) {
+		close(fd);
+		return;
+	}
+	struct async__op *op = async__op_alloc(e);
+	if (!op) {
+		close(fd);
+		return;
+	}
+	op->call = ASYNC_CLOSE;
+	op->args[0] = (unsigned long)fd;
+	op->result = &op->res;
+	op->cb = async__close_done;
+	op->cb_arg = (void *)(intptr_t)fd;
+	op->holds = ASYNC__HOLD_CB;
+	e->inflight++;
+	int rc;
+	if (e->ring && async__uring_supports(e, ASYNC_CLOSE, op->args)) {
+		op->where = ASYNC__IN_RING;
+		rc = async__uring_submit(e, op);
+	} else {
+		rc = async__pool_submit(e, op, false);
+	}
+	if (rc < 0) {
+		e->inflight--;
+		op->holds = 0;
+		op->state = ASYNC__DONE;
+		async__op_free(e, op);
+		close(fd);
+		return;
+	}
+	async__flush(e);
 }
 
 /* ---- submit ---- */

@@ -6,13 +6,14 @@
 fibril_libfibril_la_SOURCES += \
 	fibril/async.c fibril/async_int.h \
 	fibril/async_calls.c fibril/async_cred.c fibril/async_cred.h \
-	fibril/async_ahead.c \
+	fibril/async_ahead.c fibril/async_mnt.c fibril/async_mnt.h \
 	fibril/async_uring.c fibril/async_pool.c \
 	fibril/async_wrap.c fibril/async_event.c
 # async.c            the engine: submit, wait, cancel, process, destroy
 # async_calls.c      the call table and the one dispatcher to system calls
 # async_cred.c       running a call as another user
 # async_ahead.c      the directory read-ahead policy
+# async_mnt.c        which mounts are local; closing off the caller's thread
 # async_uring.c, async_pool.c   the two backends
 # async_wrap.c       fibril_statx() and the other blocking-style wrappers
 # async_event.c      the libevent host adapter

@@ -20,6 +20,7 @@
 
 #include "fibril/async_int.h"
 #include "fibril/async_cred.h"
+#include "fibril/async_mnt.h"
 
 #define L(i) (1u << (i))
 
@@ -128,28 +129,37 @@ long async__exec_op(const struct async__op *op)
 }
 
 /* openat2 with RESOLVE_CACHED: the kernel walks the path from the
- * dcache only and answers -EAGAIN instead of blocking, so a hit costs
- * exactly the plain syscall and never leaves the submitting thread. It
- * always says -EAGAIN for O_CREAT/O_TRUNC/O_TMPFILE (fs/open.c,
- * build_open_flags), so those skip the attempt. */
+ * dcache only and answers -EAGAIN instead of blocking. It always says
+ * -EAGAIN for O_CREAT/O_TRUNC/O_TMPFILE (fs/open.c, build_open_flags),
+ * so those skip the attempt. A cached walk does not make the open
+ * itself cheap: it still calls the file system's ->open, a round trip
+ * on FUSE or NFS. So, but for O_PATH (which calls no ->open), the try
+ * is made only from a directory on a local mount and with
+ * RESOLVE_NO_XDEV, which fails a walk that would cross into another
+ * mount (-EXDEV: that one goes to a backend). The cost is a statx of
+ * the directory (async_mnt.c) on top of the open. */
 static bool async__try_open_cached(const unsigned long *a, long *res)
 {
 	const struct open_how *how = (const struct open_how *)a[2];
+	const char *path = (const char *)a[1];
 	struct open_how h;
 
-	if (a[3] != sizeof(h) || how == NULL)
+	if (a[3] != sizeof(h) || how == NULL || path == NULL)
 		return false;
 	memcpy(&h, how, sizeof(h));
-	if (h.resolve & RESOLVE_CACHED) {
-		*res = async__exec(ASYNC_OPENAT2, a);
-		return true;
-	}
 	if (h.flags & (O_CREAT | O_TRUNC | __O_TMPFILE))
 		return false;
+	bool xdev_own = false;
+	if (!(h.flags & O_PATH)) {
+		if (path[0] == '/' || async__fd_local((int)a[0]) <= 0)
+			return false;
+		xdev_own = !(h.resolve & RESOLVE_NO_XDEV);
+		h.resolve |= RESOLVE_NO_XDEV;
+	}
+	bool cached_own = !(h.resolve & RESOLVE_CACHED);
 	h.resolve |= RESOLVE_CACHED;
-	long r = async__ret(syscall(SYS_openat2, (int)a[0], (const char *)a[1],
-	                        &h, sizeof(h)));
-	if (r == -EAGAIN)
+	long r = async__ret(syscall(SYS_openat2, (int)a[0], path, &h, sizeof(h)));
+	if ((r == -EAGAIN && cached_own) || (r == -EXDEV && xdev_own))
 		return false;
 	*res = r;
 	return true;
@@ -193,9 +203,11 @@ bool async__try_inline(long call, const unsigned long *a, long *res)
 		return false;
 	}
 	case ASYNC_CLOSE:
-		/* close only blocks in ->flush with dirty data on network
-		 * file systems; through the ring it would cost a round trip
-		 * and a park for nothing in the common case. */
+		/* Through the ring a local close would cost a round trip and
+		 * a park for nothing; on FUSE, NFS or CIFS ->flush and
+		 * ->release ask the server and go to a backend. */
+		if (async__fd_local((int)a[0]) == 0)
+			return false;
 		*res = async__exec(call, a);
 		return true;
 	case ASYNC_READ:

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fibril/lookup_int.h"
+#include "fibril/async_mnt.h"
 
 /* LK__ENTRY_STATE_BYTES in lookup_int.h states this (plus the sorted
  * position: index and key). */
@@ -56,7 +57,7 @@ static void flight_free(struct lk__flight *f)
 {
 	flight_unlist(f);
 	if (f->dirfd >= 0)
-		close(f->dirfd);
+		async__close_fd(f->dirfd);
 	for (size_t i = 0; i < f->nrec; i++)
 		free(f->recs[i].link);
 	for (unsigned i = 0; i < f->nslots; i++) {
@@ -246,7 +247,7 @@ static bool slot_advance(struct lk__flight *f, struct lk__slot *s)
 		if (res >= 0) {
 			struct statx t;
 			int rc = lk__fstatx((int)res, STATX_TYPE, &t);
-			close((int)res);
+			async__close_fd((int)res);
 			if (rc < 0)
 				rec->target_err = (int16_t)rc;
 			else
@@ -283,7 +284,7 @@ static void slot_cb(void *arg, long res)
 	f->inflight--;
 	if (f->stopped) {
 		if (s->step == ST_TOPEN && res >= 0)
-			close((int)res);
+			async__close_fd((int)res);
 		slot_put(f, s);
 		lk__flight_maybe_free(f);
 		return;
@@ -620,7 +621,7 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 			    f->mtime_sec == d->stx_mtime.tv_sec &&
 			    f->mtime_nsec == d->stx_mtime.tv_nsec &&
 			    !f->stopped && !f->err) {
-				close(dirfd);
+				async__close_fd(dirfd);
 				if (lk__scan_set_window(s, f->batched) < 0)
 					return -ENOMEM;
 				consumer_link(f, s);
@@ -687,7 +688,7 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	consumer_link(f, s);
 	return 0;
 nomem:
-	close(dirfd);
+	async__close_fd(dirfd);
 	return -ENOMEM;
 }
 

@@ -8,31 +8,18 @@
  * for one served over a network or by a user-space daemon (NFS, CIFS,
  * 9p, ceph, FUSE). A type missing from the list is taken as remote:
  * the safe side for both users (no cache, calls through the pool).
+ *
+ * The list and the answer per mount live with the engine
+ * (async_mnt.c), whose inline opens and closes ask the same question;
+ * the answer never costs a round trip to a file server (fstatfs would,
+ * on FUSE).
  */
 #include "first.h"
 
-#include <errno.h>
-#include <sys/statfs.h>
-#include <linux/magic.h>
-
 #include "fibril/lookup_int.h"
+#include "fibril/async_mnt.h"
 
 FIBRIL_API int lk_fs_local(int fd)
 {
-	struct statfs sf;
-
-	if (fstatfs(fd, &sf) < 0)
-		return -errno;
-	switch ((unsigned long)sf.f_type) {
-	case EXT4_SUPER_MAGIC:          /* also ext2 and ext3 */
-	case XFS_SUPER_MAGIC:
-	case BTRFS_SUPER_MAGIC:
-	case F2FS_SUPER_MAGIC:
-	case TMPFS_MAGIC:
-	case RAMFS_MAGIC:
-	case OVERLAYFS_SUPER_MAGIC:
-		return 1;
-	default:
-		return 0;
-	}
+	return async__fd_local(fd);
 }

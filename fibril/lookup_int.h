@@ -26,6 +26,7 @@ struct lk_root {
 	enum lk_symlinks symlinks;
 	unsigned flags;
 	uint64_t dev, ino;        /* to recognise ".." of the root itself */
+	bool local;               /* on a local mount (lk_fs_local) */
 	struct lk__ccache *cc;    /* case-insensitive names; made on first use */
 };
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fibril/lookup_int.h"
+#include "fibril/async_mnt.h"
 
 __thread struct lk_stats lk__st;
 
@@ -35,6 +36,8 @@ FIBRIL_API int lk_root_from_fd(int dirfd, const struct lk_root_opts *o,
 		return -ENOMEM;
 	r->fd = dirfd;
 	r->refs = 1;
+	/* Opens beneath a remote root are never tried inline. */
+	r->local = async__fd_local(dirfd) > 0;
 	if (o) {
 		if (o->symlinks != LK_SYMLINKS_FOLLOW_BENEATH &&
 		    o->symlinks != LK_SYMLINKS_NEVER) {
@@ -266,7 +269,7 @@ static void op_cb(void *arg, long res)
 		op->file.fd = (int)res;
 		rc = lk__fstatx(op->file.fd, STATX_BASIC_STATS, &op->file.stx);
 		if (rc < 0 || op->cancelled) {
-			close(op->file.fd);
+			async__close_fd(op->file.fd);
 			op->file.fd = -1;
 		}
 	}
@@ -304,15 +307,20 @@ FIBRIL_API void lk_op_cancel(lk_op_t *op)
 	fibril_waitq_wake_all(&op->wq);
 }
 
-/* Inline attempt: 1 = not cached (go async), 0 = done (*out), < 0 error. */
+/* Inline attempt: 1 = not cached (go async), 0 = done (*out), < 0 error.
+ * A cached walk still ends in the file system's ->open, a round trip on
+ * FUSE or NFS: only beneath a local root, and RESOLVE_NO_XDEV stops a
+ * path that crosses into another mount (-EXDEV), which goes async. */
 static int open_inline(lk_root_t *r, const char *path, struct open_how *how,
 		       struct lk_file *out)
 {
+	if (!r->local)
+		return 1;
 	struct open_how h = *how;
-	h.resolve |= RESOLVE_CACHED;
+	h.resolve |= RESOLVE_CACHED | RESOLVE_NO_XDEV;
 	long fd = syscall(SYS_openat2, r->fd, path, &h, sizeof(h));
 	if (fd < 0)
-		return errno == EAGAIN ? 1 : -errno;
+		return errno == EAGAIN || errno == EXDEV ? 1 : -errno;
 	int rc = lk__fstatx((int)fd, STATX_BASIC_STATS, &out->stx);
 	if (rc < 0) {
 		close((int)fd);
@@ -373,7 +381,7 @@ int lk__open_start(lk_root_t *r, const char *relpath, int oflags,
 			out->fd = (int)res;
 			rc = lk__fstatx(out->fd, STATX_BASIC_STATS, &out->stx);
 			if (rc < 0)
-				close(out->fd);
+				async__close_fd(out->fd);
 		}
 		lk__op_free(op);
 		return rc;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fibril/lookup_int.h"
+#include "fibril/async_mnt.h"
 
 static size_t limit_of(const struct lk_scan *s)
 {
@@ -218,7 +219,7 @@ static void opened(void *arg, int res, const struct lk_file *file)
 static void orphaned(void *arg, int res, const struct lk_file *file)
 {
 	if (res == 0)
-		close(file->fd);
+		async__close_fd(file->fd);
 }
 
 static void cancel_member(struct lk__member *m)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "fibril/lookup_int.h"
+#include "fibril/async_mnt.h"
 
 struct lk__walk {
 	lk_root_t *root;           /* held by the op */
@@ -454,12 +455,14 @@ static void walk_cancel_member(struct lk__member *m)
 static int walk_inline(lk_root_t *r, const char *relpath,
 		       const struct lk_lookup_opts *o, struct lk_lookup *out)
 {
-	if (o->cred || (o->oflags & (O_CREAT | O_TRUNC | __O_TMPFILE)))
+	if (o->cred || (o->oflags & (O_CREAT | O_TRUNC | __O_TMPFILE)) ||
+	    !r->local)
 		return 1;
 	struct lk__sb b = { 0 };
 	struct open_how how = {
 		.flags = (uint64_t)(unsigned)o->oflags | O_CLOEXEC,
-		.resolve = lk__resolve_flags(r) | RESOLVE_CACHED,
+		.resolve = lk__resolve_flags(r) | RESOLVE_CACHED |
+			RESOLVE_NO_XDEV,
 	};
 	if (o->flags & LK_LOOKUP_STOP_SYMLINK)
 		how.resolve |= RESOLVE_NO_SYMLINKS;
@@ -615,7 +618,7 @@ FIBRIL_API void lk_lookup_release(struct lk_lookup *l)
 	if (!l)
 		return;
 	if (l->file.fd >= 0)
-		close(l->file.fd);
+		async__close_fd(l->file.fd);
 	l->file.fd = -1;
 	free(l->path);
 	free(l->link_target);
