@@ -9,6 +9,14 @@
 
 static char mnt[300];
 
+static void open_unused(void *arg, int res, const struct lk_file *f)
+{
+	(void)arg;
+	(void)res;
+	(void)f;
+	ck_abort_msg("a cached open on tmpfs went asynchronous");
+}
+
 START_TEST(tmpfs_is_local)
 {
 	char p[400];
@@ -23,6 +31,12 @@ START_TEST(tmpfs_is_local)
 	lk_root_t *r;
 	ck_assert_int_eq(lk_root_open(mnt, NULL, &r), 0);
 	ck_assert_int_eq(lk_fs_local(lk_root_fd(r)), 1);
+	/* On a local mount a cached open completes in the call. */
+	struct lk_file lf;
+	ck_assert_int_eq(lk_open_start(r, "f", O_RDONLY, NULL, &lf,
+				       open_unused, NULL, NULL), 0);
+	ck_assert_int_ge(lf.fd, 0);
+	close(lf.fd);
 	lk_root_close(r);
 	close(ffd);
 	close(dfd);

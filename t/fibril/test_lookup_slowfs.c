@@ -5,6 +5,7 @@
 #include "first.h"
 
 #include <dirent.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -266,6 +267,101 @@ START_TEST(open_callback_and_cancel)
 }
 END_TEST
 
+/* ---- the caller never waits on the server's open or release ---- */
+struct pend { int calls; long res; unsigned inflight_added; };
+
+static void pend_done(void *arg, long res)
+{
+	struct pend *p = arg;
+	p->calls++;
+	p->res = res;
+}
+
+static void pend_until(async_engine_t *e, const int *calls)
+{
+	while (*calls == 0) {
+		struct pollfd p = { async_engine_fd(e), POLLIN, 0 };
+		if (async_engine_process(e, 0) == 0)
+			poll(&p, 1, 100);
+	}
+}
+
+static void lookup_release_cb(void *arg, int res, struct lk_lookup *l)
+{
+	struct pend *p = arg;
+	p->calls++;
+	p->res = res;
+	if (res == 0) {
+		unsigned before = async_engine_inflight(async_engine_current());
+		lk_lookup_release(l);
+		p->inflight_added = async_engine_inflight(async_engine_current()) -
+			before;
+	}
+}
+
+/* The FUSE mount point, reached from the directory holding it, is in
+ * the dcache (the walk crosses into the mount's root, no FUSE lookup):
+ * a cached walk reaches it, and what is left is the server's OPENDIR
+ * (and, at close, RELEASEDIR), which must be a backend's wait, never
+ * the submitting thread's. Seen as a pending submit, not as a time. */
+START_TEST(remote_open_close_not_inline)
+{
+	open_root();
+	lk_root_t *parent;
+	ck_assert_int_eq(lk_root_open(tl_dir, NULL, &parent), 0);
+	async_engine_t *e;
+	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
+	/* The lookup engine: from a local root into the FUSE mount, and
+	 * beneath the FUSE root itself, never inline; what it opened is
+	 * closed through the engine. */
+	const char *paths[2] = { "mnt", "" };
+	lk_root_t *roots[2] = { parent, root };
+	for (int i = 0; i < 2; i++) {
+		struct ocb o = { 0, 1, -1 };
+		struct lk_file f;
+		ck_assert_int_eq(lk_open_start(roots[i], paths[i],
+					       O_RDONLY | O_DIRECTORY, NULL,
+					       &f, ocb_done, &o, NULL), 1);
+		ck_assert_int_eq(o.calls, 0);
+		pend_until(e, &o.calls);
+		ck_assert_int_eq(o.res, 0);
+	}
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC };
+	unsigned long a[4] = { (unsigned long)lk_root_fd(parent),
+			       (unsigned long)"mnt", (unsigned long)&how,
+			       sizeof(how) };
+	struct pend po = { 0 }, pc = { 0 }, pl = { 0 };
+	long res = 0;
+	unsigned long opendirs0 = slowfs_stat("opendir");
+	ck_assert_int_gt(async_submit_cb(0, &res, ASYNC_OPENAT2, a,
+					 pend_done, &po), 0);
+	ck_assert_int_eq(po.calls, 0);
+	pend_until(e, &po.calls);
+	ck_assert_int_ge(po.res, 0);
+	ck_assert_uint_eq(slowfs_stat("opendir") - opendirs0, 1);
+	unsigned long c[1] = { (unsigned long)po.res };
+	ck_assert_int_gt(async_submit_cb(0, &res, ASYNC_CLOSE, c,
+					 pend_done, &pc), 0);
+	ck_assert_int_eq(pc.calls, 0);
+	pend_until(e, &pc.calls);
+	ck_assert_int_eq(pc.res, 0);
+
+	struct lk_lookup_opts lo = { .oflags = O_RDONLY | O_DIRECTORY };
+	struct lk_lookup l;
+	ck_assert_int_eq(lk_lookup_start(parent, "mnt", &lo, &l,
+					 lookup_release_cb, &pl, NULL), 1);
+	ck_assert_int_eq(pl.calls, 0);
+	pend_until(e, &pl.calls);
+	ck_assert_int_eq(pl.res, 0);
+	ck_assert_uint_eq(pl.inflight_added, 1);
+	ck_assert_int_eq(async_engine_run(e), 0);
+	ck_assert_uint_eq(async_engine_inflight(e), 0);
+	async_engine_destroy(e);
+	lk_root_close(parent);
+	close_root();
+}
+END_TEST
+
 /* ---- LK_SCAN_LOOKUP_ATTRS: one round trip per entry, not two ---- */
 static void count_scan(void *arg)
 {
@@ -435,6 +531,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, background_scan);
 	tcase_add_test(tc, open_callback_and_cancel);
 	tcase_add_test(tc, fuse_is_not_local);
+	tcase_add_test(tc, remote_open_close_not_inline);
 	suite_add_tcase(s, tc);
 	return s;
 }
