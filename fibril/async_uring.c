@@ -196,6 +196,13 @@ int async__uring_submit(async_engine_t *e, struct async__op *op)
 		/* liburing's helper hard-codes sizeof(struct open_how). */
 		io_uring_prep_rw(IORING_OP_OPENAT2, sqe, (int)a[0],
 		                 (const void *)a[1], (unsigned)a[3], (uint64_t)a[2]);
+		/* Straight to io-wq: the ring's own first try walks the path
+		 * from the dcache and, when that succeeds, calls the file
+		 * system's ->open inside io_uring_enter, on the submitting
+		 * thread; on FUSE or NFS that is a round trip (the engine's
+		 * inline try, async_calls.c, is the cheap one for local
+		 * files). A walk that missed the dcache is punted anyway. */
+		sqe->flags |= IOSQE_ASYNC;
 		break;
 	case ASYNC_STATX:
 		io_uring_prep_statx(sqe, (int)a[0], (const char *)a[1], (int)a[2],
