@@ -26,17 +26,6 @@ rc=$?
 [ $rc = 0 ] || { echo "slowfs_mount failed"; exit 99; }
 MNT=$D/fs
 
-# wait_log REGEX: the error log matches within 5 s (it is written by the
-# log thread)
-wait_log() {
-	local i
-	for i in $(seq 1 50); do
-		grep -Eq -- "$1" "$T/err.log" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 checks() {
 	rm -f "$T/err.log"
 	printf '[server]\nroot = %s\nerror_log = %s\nindex = index.eio\n' \
@@ -58,9 +47,9 @@ checks() {
 	*)	ok "500 page shows neither path nor errno" ;;
 	esac
 
-	if wait_log "bad\.eio: Input/output error"; then ok "error log has the path and errno"
+	if wait_for "$T/err.log" "bad\.eio: Input/output error"; then ok "error log has the path and errno"
 	else not_ok "error log lacks 'bad.eio: Input/output error': $(cat "$T/err.log" 2>/dev/null)"; fi
-	if wait_log "dir\.eio.*Input/output error"; then ok "error log has the directory path"
+	if wait_for "$T/err.log" "dir\.eio.*Input/output error"; then ok "error log has the directory path"
 	else not_ok "error log lacks 'dir.eio ... Input/output error'"; fi
 
 	curl -sv -o /dev/null -o /dev/null "$URL/fs/bad.eio" "$URL/fast.txt" 2>"$T/v"

@@ -153,6 +153,17 @@ for line in open(sys.argv[2], encoding="latin-1"):
 PY
 }
 
+# wait_for FILE REGEX: FILE matches within 5 s (logs are written by the
+# log thread, which flushes once a second)
+wait_for() {
+	local i
+	for i in $(seq 1 50); do
+		grep -aEq -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # raw_status BYTES: the status code of the first response to BYTES.
 raw_status() {
 	raw "$1" | head -n1 | awk '{print $2}'

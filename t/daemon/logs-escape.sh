@@ -23,16 +23,6 @@ case $? in
 *) echo "slowfs_mount failed"; exit 99 ;;
 esac
 
-# wait_for FILE REGEX: FILE matches within 5 s (written by the log thread)
-wait_for() {
-	local i
-	for i in $(seq 1 50); do
-		grep -aEq -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # no_raw_controls NAME FILE: FILE has no byte < 0x20 but newline, no DEL
 # and no byte >= 0x80
 no_raw_controls() {

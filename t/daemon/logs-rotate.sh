@@ -18,17 +18,6 @@ chmod 755 "$D" "$L"
 printf 'hi\n' > "$D/a.txt"
 printf 'precious\n' > "$T/target"
 
-# wait_for FILE REGEX: FILE matches within 5 s (buffers are flushed once
-# a second)
-wait_for() {
-	local i
-	for i in $(seq 1 50); do
-		grep -aEq -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # wait_exists FILE: FILE appears within 5 s
 wait_exists() {
 	local i
