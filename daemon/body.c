@@ -104,7 +104,7 @@ struct MHD_Response *fsd_body(struct fsd_req *rq, int fd, uint64_t off,
 {
 	struct MHD_Response *resp;
 
-	if (rq->method == FSD_M_GET && len <= fsd.conf.small_file_max) {
+	if (rq->method == FSD_M_GET && len <= fsd->conf.small_file_max) {
 		char *buf = malloc(len ? len : 1);
 		long r = 0;
 		uint64_t got = 0;

@@ -220,7 +220,7 @@ static void accept_over_fd_limit(struct fsd_worker *w, int lfd)
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct fsd_worker *w = arg;
-	const struct conf *c = &fsd.conf;
+	const struct conf *c = &fsd->conf;
 	size_t li;
 
 	(void)what;
@@ -342,7 +342,7 @@ void fsd_conn_sending(struct MHD_Connection *mc)
 	cn->state = CONN_SENDING;
 	cn->t0 = cn->swept = fibril_now_ns();
 	cn->paused = 0;
-	cn->acked0 = fsd.conf.min_send_rate ? acked(cn->fd) : 0;
+	cn->acked0 = fsd->conf.min_send_rate ? acked(cn->fd) : 0;
 }
 
 void fsd_conn_request_done(struct MHD_Connection *mc)
@@ -359,7 +359,7 @@ void fsd_conn_request_done(struct MHD_Connection *mc)
 
 static bool too_slow(struct fsd_conn *cn, uint64_t now)
 {
-	const struct conf *c = &fsd.conf;
+	const struct conf *c = &fsd->conf;
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(cn->mc, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
 	uint64_t grace = (uint64_t)c->header_timeout * 1000000000ull, run;
@@ -378,7 +378,7 @@ static bool too_slow(struct fsd_conn *cn, uint64_t now)
 
 static void log_sweep(struct fsd_worker *w)
 {
-	const struct conf *c = &fsd.conf;
+	const struct conf *c = &fsd->conf;
 	char a[INET6_ADDRSTRLEN];
 
 	if (w->cs.refused)
@@ -407,7 +407,7 @@ static void log_sweep(struct fsd_worker *w)
 
 void fsd_conn_sweep(struct fsd_worker *w)
 {
-	const struct conf *c = &fsd.conf;
+	const struct conf *c = &fsd->conf;
 	uint64_t now = fibril_now_ns();
 	uint64_t head = (uint64_t)c->header_timeout * 1000000000ull;
 

@@ -54,14 +54,17 @@ typedef struct async_engine async_engine_t;
  * CPU time of a small-file hit. */
 #define FSD_POOL_SLACK 4096
 
-/* ---- the server: read-only once workers run ---- */
+/* ---- the server: a configuration and what it opened; read-only once
+ * workers run ---- */
 struct fsd_server {
 	struct conf conf;
 	int rootfd;                 /* O_PATH|O_DIRECTORY fd of conf.root */
 	struct lk_root *lkroot;     /* lookup engine root, or NULL */
-	atomic_bool stopping;
 };
-extern struct fsd_server fsd;
+/* The server this thread serves: main() sets its own, each worker its
+ * worker's (worker.c), so that workers started with a new configuration
+ * and workers still finishing under the old one each see their own. */
+extern __thread const struct fsd_server *fsd;
 
 /* ---- requests ---- */
 enum fsd_method { FSD_M_OTHER = 0, FSD_M_GET, FSD_M_HEAD, FSD_M_OPTIONS };
@@ -132,6 +135,7 @@ struct fsd_req {
 /* ---- worker ---- */
 struct fsd_worker {
 	unsigned id;
+	const struct fsd_server *srv;
 	pthread_t thread;
 	struct event_base *base;
 	async_engine_t *engine;

@@ -218,11 +218,11 @@ static void sync_events(bool force)
 static unsigned watch_budget(void)
 {
 	unsigned long max = 8192;
-	unsigned workers = fsd.conf.workers ? fsd.conf.workers : 1;
+	unsigned workers = fsd->conf.workers ? fsd->conf.workers : 1;
 	FILE *f;
 
-	if (fsd.conf.fcache_watches)
-		return fsd.conf.fcache_watches;
+	if (fsd->conf.fcache_watches)
+		return fsd->conf.fcache_watches;
 	if ((f = fopen("/proc/sys/fs/inotify/max_user_watches", "re"))) {
 		if (fscanf(f, "%lu", &max) != 1)
 			max = 8192;
@@ -238,12 +238,12 @@ int fsd_fcache_init(void)
 
 	if (fc)
 		return 0;
-	if ((env && !strcmp(env, "0")) || !fsd.conf.fcache_entries || !fsd.conf.fcache_bytes)
+	if ((env && !strcmp(env, "0")) || !fsd->conf.fcache_entries || !fsd->conf.fcache_bytes)
 		return -ECANCELED;
-	if (!fsd.lkroot)
+	if (!fsd->lkroot)
 		return -EOPNOTSUPP;
 	/* inotify must see every change: only on a local file system. */
-	int local = lk_fs_local(fsd.rootfd);
+	int local = lk_fs_local(fsd->rootfd);
 	if (local < 0) {
 		log_once("fstatfs of the root", -local);
 		return local;
@@ -256,7 +256,7 @@ int fsd_fcache_init(void)
 	if (!fc)
 		return -ENOMEM;
 	fc->nbuckets = 64;
-	while (fc->nbuckets < fsd.conf.fcache_entries)
+	while (fc->nbuckets < fsd->conf.fcache_entries)
 		fc->nbuckets *= 2;
 	fc->bucket = calloc(fc->nbuckets, sizeof *fc->bucket);
 	fc->budget = watch_budget();
@@ -290,7 +290,7 @@ bool fsd_fcache_active(void)
 /* What both the 200 and the 304 of an entry carry. */
 static struct fsd_validators validators(const struct entry *e)
 {
-	return (struct fsd_validators){ e->etag, e->lastmod, fsd.conf.sidecars };
+	return (struct fsd_validators){ e->etag, e->lastmod, fsd->conf.sidecars };
 }
 
 /* The entry's shared 200 response, made on its first hit. */
@@ -334,7 +334,7 @@ static struct entry *find_usable(const char *rel, uint64_t h, bool ae)
 int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 {
 	struct entry *e;
-	bool ae = fsd.conf.sidecars && rq->h.accept_encoding;
+	bool ae = fsd->conf.sidecars && rq->h.accept_encoding;
 
 	if (!fc || rq->h.range || rq->close ||
 	    (rq->method != FSD_M_GET && rq->method != FSD_M_HEAD))
@@ -370,7 +370,7 @@ static bool sidecars_exist(struct fsd_req *rq, const char *rel)
 		struct lk_file f;
 		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, fsd_sidecars[i].ext) >= sizeof path)
 			return true;
-		int r = lk_open(fsd.lkroot, path, O_PATH | O_NOFOLLOW, rq->group, &f);
+		int r = lk_open(fsd->lkroot, path, O_PATH | O_NOFOLLOW, rq->group, &f);
 		if (r == 0)
 			close(f.fd);
 		if (r != -ENOENT)
@@ -422,7 +422,7 @@ static int open_cached(int dirfd, const char *name, size_t len, int flags)
  * watched, or -errno. */
 static int watch_path(struct entry *e)
 {
-	int fd = openat(fsd.rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(fsd->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	const char *c = e->key;
 
 	for (unsigned i = 0; fd >= 0; i++) {
@@ -500,8 +500,8 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 	if (fd < 0)
 		return false;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) < 0 ||
-	    !S_ISREG(sx.stx_mode) || sx.stx_size > fsd.conf.small_file_max ||
-	    sx.stx_size > fsd.conf.fcache_bytes / 4 ||
+	    !S_ISREG(sx.stx_mode) || sx.stx_size > fsd->conf.small_file_max ||
+	    sx.stx_size > fsd->conf.fcache_bytes / 4 ||
 	    proto_httpdate_format((time_t)sx.stx_mtime.tv_sec, e->lastmod) < 0) {
 		close(fd);
 		return false;
@@ -518,10 +518,10 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 	e->mtime = (time_t)sx.stx_mtime.tv_sec;
 	proto_etag_make(sx.stx_ino, sx.stx_size, sx.stx_mtime.tv_sec,
 	                sx.stx_mtime.tv_nsec, NULL, e->etag);
-	while (fc->bytes > fsd.conf.fcache_bytes && evict(e))
+	while (fc->bytes > fsd->conf.fcache_bytes && evict(e))
 		;
 	/* with the watches in place, a sidecar created later is an event */
-	bool none = fsd.conf.sidecars && !sidecars_exist(rq, rel);
+	bool none = fsd->conf.sidecars && !sidecars_exist(rq, rel);
 	if (!still(e, rel, h, gen))
 		return false;
 	e->no_sidecars = none;
@@ -538,7 +538,7 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	 * filled by fill() instead, after them. */
 	(void)buf;
 	if (!fc || rq->method != FSD_M_GET || !*rel || len != stx->stx_size ||
-	    len > fsd.conf.small_file_max || len > fsd.conf.fcache_bytes / 4 ||
+	    len > fsd->conf.small_file_max || len > fsd->conf.fcache_bytes / 4 ||
 	    !S_ISREG(stx->stx_mode))
 		return;
 	sync_events(true);
@@ -549,7 +549,7 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	 * stays as it is instead of being made again for every such
 	 * request. */
 	if ((e = find(rel, h)) &&
-	    (!e->verified || (!e->no_sidecars && fsd.conf.sidecars && rq->h.accept_encoding)))
+	    (!e->verified || (!e->no_sidecars && fsd->conf.sidecars && rq->h.accept_encoding)))
 		return;
 	if (e)
 		entry_drop(e);
@@ -561,7 +561,7 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	e = malloc(sizeof *e + (ndirs + 1) * sizeof *e->dep + kl + 1);
 	if (!e)
 		return;
-	while (fc->n && fc->n >= fsd.conf.fcache_entries)
+	while (fc->n && fc->n >= fsd->conf.fcache_entries)
 		evict(NULL);
 	memset(e, 0, sizeof *e);
 	e->ndeps = ndirs + 1;

@@ -56,7 +56,7 @@ static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
 
 	lst_run_scan_opts(r, cfg, rq->group, &o);
 	o.dir = dir;
-	int rc = lk_scan_open(fsd.lkroot, r->relpath, &o, &r->scan);
+	int rc = lk_scan_open(fsd->lkroot, r->relpath, &o, &r->scan);
 	return rc < 0 ? rc : 0;
 }
 
@@ -115,7 +115,7 @@ static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir
 		fsd_req_error(rq, (unsigned)st);
 		return false;
 	}
-	if (rq->w->listings >= fsd.conf.max_listings) {
+	if (rq->w->listings >= fsd->conf.max_listings) {
 		close(dir->fd);
 		lst_params_free(&r->p);
 		fsd_req_error(rq, 503);         /* with Retry-After */

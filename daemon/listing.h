@@ -28,7 +28,7 @@
  * the hook.
  *
  * The per-worker count of listings in progress is rq->w->listings
- * (bounded by fsd.conf.max_listings: answer 503 with Retry-After beyond).
+ * (bounded by fsd->conf.max_listings: answer 503 with Retry-After beyond).
  */
 #ifndef FSD_LISTING_H
 #define FSD_LISTING_H

@@ -178,7 +178,7 @@ int lst_run_open(struct lst_run *r)
 	int rc;
 
 	r->so.dir = &r->dir;
-	rc = lk_scan_open(fsd.lkroot, r->relpath, &r->so, &r->scan);
+	rc = lk_scan_open(fsd->lkroot, r->relpath, &r->so, &r->scan);
 	r->so.dir = NULL;
 	close(r->dir.fd);
 	r->deferred = false;

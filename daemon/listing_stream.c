@@ -93,7 +93,7 @@ static void timed_out(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	fsd_log(LOG_WARNING, "listing of /%s: no progress within %us, cancelled",
-	        s->r.relpath, fsd.conf.request_timeout);
+	        s->r.relpath, fsd->conf.request_timeout);
 	if (s->r.scan)
 		lk_scan_cancel(s->r.scan);    /* runs ready() */
 	else
@@ -246,7 +246,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	/* Nothing until the file system answers: wait without spinning. */
 	MHD_suspend_connection(s->conn);
 	s->suspended = true;
-	struct timeval tv = { (time_t)fsd.conf.request_timeout, 0 };
+	struct timeval tv = { (time_t)fsd->conf.request_timeout, 0 };
 	evtimer_add(s->timer, &tv);
 	return 0;
 }

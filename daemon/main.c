@@ -24,6 +24,8 @@
 #include <microhttpd.h>
 #include <fibril/lookup.h>
 
+static struct fsd_server srv0 = { .rootfd = -1 };
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -97,12 +99,12 @@ static void print_url(const struct conf_listen *l, in_port_t port)
 		inet_ntop(AF_INET, &s->sin_addr, host, sizeof host);
 		if (s->sin_addr.s_addr == htonl(INADDR_ANY))
 			strcpy(host, "127.0.0.1");
-		printf("fileserverd: serving %s on http://%s:%u/\n", fsd.conf.root,
+		printf("fileserverd: serving %s on http://%s:%u/\n", fsd->conf.root,
 		       host, ntohs(port));
 	} else {
 		const struct sockaddr_in6 *s = (const void *)&l->addr;
 		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof host);
-		printf("fileserverd: serving %s on http://[%s]:%u/\n", fsd.conf.root,
+		printf("fileserverd: serving %s on http://[%s]:%u/\n", fsd->conf.root,
 		       host, ntohs(port));
 	}
 }
@@ -286,13 +288,13 @@ static int configure(struct conf *c, const struct args *a)
 		return -1;
 	errors += conf_validate(c, conf_err, NULL);
 
-	int r = lk_root_open(c->root, NULL, &fsd.lkroot);
+	int r = lk_root_open(c->root, NULL, &srv0.lkroot);
 	if (r < 0) {
 		fprintf(stderr, "%s%sroot %s: %s\n", config ? config : "",
 		        config ? ": " : "fileserverd: ", c->root, strerror(-r));
 		errors++;
 	} else
-		fsd.rootfd = lk_root_fd(fsd.lkroot);
+		srv0.rootfd = lk_root_fd(srv0.lkroot);
 	if (fsd_mime_load(c->mime_types) < 0 && config &&
 	    strcmp(c->mime_types, "/etc/mime.types")) {
 		fprintf(stderr, "%s: mime_types %s: cannot read\n", config, c->mime_types);
@@ -312,6 +314,7 @@ static struct fsd_worker *bind_all(const struct conf *c)
 		return NULL;
 	for (unsigned i = 0; i < nw; i++) {
 		w[i].id = i;
+		w[i].srv = &srv0;
 		w[i].nmhd = c->nlisten;
 		w[i].listen_fds = calloc(c->nlisten, sizeof(int));
 		if (!w[i].listen_fds)
@@ -351,7 +354,6 @@ static int run(struct fsd_worker *w, unsigned nw)
 	for (unsigned i = 0; i < nw; i++)
 		if (fsd_worker_start(&w[i]) < 0) {
 			fsd_log(LOG_ERR, "worker %u failed to start", i);
-			atomic_store(&fsd.stopping, true);
 			for (unsigned j = 0; j < i; j++)
 				fsd_worker_stop(&w[j]);
 			for (unsigned j = 0; j < i; j++)
@@ -359,7 +361,7 @@ static int run(struct fsd_worker *w, unsigned nw)
 			return 1;
 		}
 	fsd_log(LOG_NOTICE, "fileserverd %s started: %u worker%s, root %s",
-	        PACKAGE_VERSION, nw, nw > 1 ? "s" : "", fsd.conf.root);
+	        PACKAGE_VERSION, nw, nw > 1 ? "s" : "", fsd->conf.root);
 
 	for (;;) {
 		int sig;
@@ -375,7 +377,6 @@ static int run(struct fsd_worker *w, unsigned nw)
 		fsd_log(LOG_NOTICE, "signal %d: stopping", sig);
 		break;
 	}
-	atomic_store(&fsd.stopping, true);
 	for (unsigned i = 0; i < nw; i++)
 		fsd_worker_stop(&w[i]);
 	for (unsigned i = 0; i < nw; i++)
@@ -387,9 +388,10 @@ static int run(struct fsd_worker *w, unsigned nw)
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
-	struct conf *c = &fsd.conf;
+	struct conf *c = &srv0.conf;
 	int errors, st;
 
+	fsd = &srv0;
 	st = parse_args(argc, argv, &a);
 	if (st >= 0)
 		return st;
@@ -433,7 +435,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < nw; i++)
 		free(w[i].listen_fds);
 	free(w);
-	lk_root_close(fsd.lkroot);
+	lk_root_close(srv0.lkroot);
 	conf_free(c);
 	return 0;
 }

@@ -14,7 +14,7 @@ static struct proto_mime *mime;
 
 int fsd_mime_load(const char *path)
 {
-	int r = proto_mime_new(&mime, fsd.conf.default_type);
+	int r = proto_mime_new(&mime, fsd->conf.default_type);
 	FILE *f;
 	char *text = NULL;
 	size_t cap = 0, len = 0, n;

@@ -223,7 +223,7 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
 	/* libmicrohttpd's pool is request_header_max + FSD_POOL_SLACK
 	 * (worker.c): heads beyond that get its own 431 (or 414); ours
 	 * makes the limit the configured one. */
-	if (!v.status && c.head > fsd.conf.request_header_max) {
+	if (!v.status && c.head > fsd->conf.request_header_max) {
 		v.status = 431;
 		v.reason = "request head larger than request_header_max";
 	}

@@ -2,6 +2,5 @@
 
 #include "daemon/daemon.h"
 
-/* Set up by main() before the workers start; every file of daemon/
- * reads it, so it lives below all of them. */
-struct fsd_server fsd = { .rootfd = -1 };
+/* Every file of daemon/ reads it, so it lives below all of them. */
+__thread const struct fsd_server *fsd;

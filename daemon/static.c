@@ -63,7 +63,7 @@ static void nolinks_close(void)
 static void nolinks_open(void)
 {
 	struct lk_root_opts o = { .symlinks = LK_SYMLINKS_NEVER };
-	int fd = fcntl(fsd.rootfd, F_DUPFD_CLOEXEC, 3);
+	int fd = fcntl(fsd->rootfd, F_DUPFD_CLOEXEC, 3);
 
 	if (fd >= 0 && lk_root_from_fd(fd, &o, &nolinks) < 0) {
 		close(fd);
@@ -80,7 +80,7 @@ static int resolved_path(int fd, char *out, size_t outsz)
 	char link[40], root[PATH_MAX];
 	ssize_t rn, n;
 
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fsd.rootfd);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fsd->rootfd);
 	rn = readlink(link, root, sizeof root - 1);
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
 	n = readlink(link, out, outsz - 1);
@@ -124,7 +124,7 @@ static int open_served(struct fsd_req *rq, const char *rel, bool dir_ok,
 		r = lk_open(root, rel, O_PATH, rq->group, &p);
 	}
 	if (r == -ELOOP) {
-		root = fsd.lkroot;
+		root = fsd->lkroot;
 		linked = true;
 		r = lk_open(root, rel, O_PATH, rq->group, &p);
 	}
@@ -135,7 +135,7 @@ static int open_served(struct fsd_req *rq, const char *rel, bool dir_ok,
 		r = -EPERM;
 	else if (linked && (r = resolved_path(p.fd, res, sizeof res)) == 0) {
 		struct conf_listing rc;
-		conf_listing_for(&fsd.conf, res, &rc);
+		conf_listing_for(&fsd->conf, res, &rc);
 		if (rc.dotfiles == CONF_DOT_OFF && proto_path_hidden(res, strlen(res)))
 			r = -ENOENT;
 		else if (cfg) {
@@ -187,7 +187,7 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 
 	/* Vary on every answer while sidecars are on, with or without
 	 * Accept-Encoding: the choice depends on it either way. */
-	if (!fsd.conf.sidecars)
+	if (!fsd->conf.sidecars)
 		return;
 	rp->v.vary = true;
 	if (!ae)
@@ -260,7 +260,7 @@ static void respond_multipart(struct fsd_req *rq, struct repr *rp, const char *r
 static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
 {
 	uint64_t size = rp->f.stx.stx_size;
-	struct proto_range r[fsd.conf.max_ranges];
+	struct proto_range r[fsd->conf.max_ranges];
 	struct MHD_Response *resp;
 	unsigned n = 0;
 
@@ -268,7 +268,7 @@ static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
 	    !proto_cond_if_range(rq->h.if_range, rp->etag, rp->mtime, time(NULL)))
 		return false;
 	switch (proto_range_parse(rq->h.range, strlen(rq->h.range), size, r,
-	                          fsd.conf.max_ranges, &n)) {
+	                          fsd->conf.max_ranges, &n)) {
 	case PROTO_RANGE_UNSATISFIABLE:
 		close(rp->f.fd);
 		fsd_req_error(rq, 416);
@@ -354,11 +354,11 @@ static void serve_dir(struct fsd_req *rq, struct lk_file *f,
 		redirect_slash(rq, t);
 		return;
 	}
-	if (fsd.conf.index[0]) {
+	if (fsd->conf.index[0]) {
 		char ipath[PATH_MAX];
 		struct lk_file fi;
 		if ((size_t)snprintf(ipath, sizeof ipath, "%s%s", t->path + 1,
-		                     fsd.conf.index) >= sizeof ipath) {
+		                     fsd->conf.index) >= sizeof ipath) {
 			close(f->fd);
 			fsd_req_error(rq, 414);
 			return;
@@ -368,7 +368,7 @@ static void serve_dir(struct fsd_req *rq, struct lk_file *f,
 		r = open_served(rq, ipath, false, &fi, NULL);
 		if (r == 0) {
 			close(f->fd);
-			serve_file(rq, &fi, ipath, fsd.conf.index);
+			serve_file(rq, &fi, ipath, fsd->conf.index);
 			return;
 		}
 		if (r != -ENOENT && r != -EPERM) {
@@ -432,7 +432,7 @@ void fsd_static_handle(struct fsd_req *rq)
 	rel = proto_url_relpath(t.path);
 	name = strrchr(t.path, '/') + 1;
 	/* A hidden name answers as a missing one, before any lookup. */
-	conf_listing_for(&fsd.conf, t.path, &cfg);
+	conf_listing_for(&fsd->conf, t.path, &cfg);
 	if (cfg.dotfiles == CONF_DOT_OFF && proto_path_hidden(t.path, t.pathlen)) {
 		fsd_req_error(rq, 404);
 		return;

@@ -141,7 +141,7 @@ static void expire(struct fsd_worker *w)
 		struct fsd_req *rq = w->susp_head;
 		fsd_log(LOG_WARNING, "request %s %s: no answer within %us, abandoned",
 		        rq->method_str ? rq->method_str : "?", rq->uri ? rq->uri : "?",
-		        fsd.conf.request_timeout);
+		        fsd->conf.request_timeout);
 		fsd_req_abandon(rq, 503);
 	}
 }
@@ -208,7 +208,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
  * conn.c), polled through its epoll fd. */
 static int mhd_start(struct fsd_worker *w, size_t i)
 {
-	const struct conf *c = &fsd.conf;
+	const struct conf *c = &fsd->conf;
 	const union MHD_DaemonInfo *di;
 
 	w->mhd[i] = MHD_start_daemon(
@@ -353,6 +353,7 @@ static void *worker_main(void *arg)
 {
 	struct fsd_worker *w = arg;
 
+	fsd = w->srv;
 	if (worker_setup(w) == 0) {
 		schedule(w);
 		event_base_dispatch(w->base);

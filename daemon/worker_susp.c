@@ -12,7 +12,7 @@
 void fsd_worker_track(struct fsd_worker *w, struct fsd_req *rq)
 {
 	rq->deadline_ns = fibril_now_ns() +
-	                  (uint64_t)fsd.conf.request_timeout * 1000000000ull;
+	                  (uint64_t)fsd->conf.request_timeout * 1000000000ull;
 	rq->next = NULL;
 	rq->prev = w->susp_tail;
 	if (w->susp_tail)
