@@ -2,22 +2,12 @@
  * The async contract (docs/DESIGN.md, "The async contract"): submit,
  * wait, cancel, the parallelism limit, and the engine around the two
  * backends.
- *
- * An op lives in a slot of the engine's chunked table; its cookie is
- * ASYNC_COOKIE_BASE + (generation << 32) + slot index, so a lookup is
- * an index and a compare, and a stale cookie never matches a reused
- * slot. A completed op stays (like a zombie process) until a
- * wait_for_async() reaps it, so waiting on a cookie that completed
- * meanwhile still returns its result.
  */
 #include "first.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -30,100 +20,10 @@
 
 #define ASYNC__FLAGS_ALL (ASYNC_F_SYNC | ASYNC_F_NOINLINE | ASYNC_F_BACKGROUND)
 
-static __thread async_engine_t *async__cur;
-
-void async__log(async_engine_t *e, int level, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (e->log)
-		e->log(level, msg, e->log_arg);
-	else
-		fprintf(stderr, "libfibril: %s\n", msg);
-}
-
-void async__kick(async_engine_t *e)
-{
-	if (e->kick && !e->kicked) {
-		e->kicked = true;
-		e->kick(e->kick_arg);
-	}
-}
-
 void async__flush(async_engine_t *e)
 {
 	async__uring_flush(e);
 	async__pool_flush(e);
-}
-
-/* ---- op table ---- */
-
-static struct async__op *async__op_alloc(async_engine_t *e)
-{
-	struct async__op *op = e->free_ops;
-
-	if (!op) {
-		struct async__op **nc = realloc(e->chunks,
-		                            (e->nchunks + 1) * sizeof(*nc));
-		if (!nc)
-			return NULL;
-		e->chunks = nc;
-		struct async__op *c = calloc(ASYNC__CHUNK, sizeof(*c));
-		if (!c)
-			return NULL;
-		nc[e->nchunks] = c;
-		for (unsigned i = ASYNC__CHUNK; i-- > 0;) {
-			c[i].idx = e->nchunks * ASYNC__CHUNK + i;
-			c[i].next = e->free_ops;
-			e->free_ops = &c[i];
-		}
-		e->nchunks++;
-		op = e->free_ops;
-	}
-	e->free_ops = op->next;
-	op->gen = (op->gen + 1) & 0x3fffffff;
-	op->cookie = ASYNC_COOKIE_BASE + ((long)op->gen << 32) + op->idx;
-	op->next = NULL;
-	op->waiter = NULL;
-	op->cb = NULL;
-	op->owner = NULL;
-	op->cancel_requested = 0;
-	op->state = ASYNC__PENDING;
-	op->where = 0;
-	return op;
-}
-
-static void async__op_free(async_engine_t *e, struct async__op *op)
-{
-	async__cred_drop(op->cred);
-	op->cred = NULL;
-	op->cookie = 0;
-	op->state = 0;
-	op->next = e->free_ops;
-	e->free_ops = op;
-}
-
-static struct async__op *async__op_find(async_engine_t *e, long cookie)
-{
-	if (cookie < ASYNC_COOKIE_BASE)
-		return NULL;
-	unsigned long idx = (unsigned long)(cookie - ASYNC_COOKIE_BASE) &
-	                    0xffffffffUL;
-	if (idx >= (unsigned long)e->nchunks * ASYNC__CHUNK)
-		return NULL;
-	struct async__op *op = &e->chunks[idx / ASYNC__CHUNK][idx % ASYNC__CHUNK];
-	return op->cookie == cookie ? op : NULL;
-}
-
-static void async__release(async_engine_t *e, struct async__op *op, unsigned hold)
-{
-	op->holds &= ~hold;
-	if (op->holds == 0 && op->state == ASYNC__DONE)
-		async__op_free(e, op);
 }
 
 /* ---- owners ---- */
@@ -189,57 +89,6 @@ static void async__reap(async_engine_t *e, struct async__op *op)
 	async__release(e, op, ASYNC__HOLD_OWNER | ASYNC__HOLD_WAITER);
 }
 
-/* ---- completion ---- */
-
-void async__complete(async_engine_t *e, struct async__op *op, long res)
-{
-	struct async__owner *o = op->owner;
-
-	op->res = res;
-	*op->result = res;
-	op->state = ASYNC__DONE;
-	op->where = 0;
-	/* The read-ahead is the engine's own: not in the count callers
-	 * and the parallelism limit see. */
-	if (op->call != ASYNC__CALL_DIR_AHEAD)
-		e->inflight--;
-	if (o) {
-		o->pending--;
-		if (o->waiting_all && o->pending == 0 && o->f)
-			fibril_wake(o->f);
-	}
-	if (op->waiter && op->waiter != ASYNC__THREAD_WAITER)
-		fibril_wake(op->waiter);
-	if (op->holds & ASYNC__HOLD_CB) {
-		/* Never from here: we may be inside async_submit(). */
-		op->next = NULL;
-		if (e->cb_tail)
-			e->cb_tail->next = op;
-		else
-			e->cb_head = op;
-		e->cb_tail = op;
-	}
-	/* Fibrils woken or callbacks queued: the host must come round. */
-	async__kick(e);
-}
-
-static int async__run_callbacks(async_engine_t *e, unsigned budget)
-{
-	int n = 0;
-
-	while (e->cb_head && (!budget || (unsigned)n < budget)) {
-		struct async__op *op = e->cb_head;
-		e->cb_head = op->next;
-		if (!e->cb_head)
-			e->cb_tail = NULL;
-		op->next = NULL;
-		op->cb(op->cb_arg, op->res);
-		async__release(e, op, ASYNC__HOLD_CB);
-		n++;
-	}
-	return n;
-}
-
 static int async__reap_backends(async_engine_t *e, unsigned budget)
 {
 	int n = 0, r;
@@ -259,106 +108,14 @@ static int async__reap_backends(async_engine_t *e, unsigned budget)
 	return n;
 }
 
-/* ---- directory read-ahead for readdir-then-stat loops ---- */
-
-/* The pool thread closes the descriptor after reading; one the pool
- * never ran (cancelled at destroy) is closed here. */
-static void async__ahead_done(void *arg, long res)
-{
-	if (res == -ECANCELED)
-		close((int)(intptr_t)arg);
-}
-
-/* Queues async__ahead_read() of @dfd's directory on the pool (the policy
- * that asks for it: async_ahead.c). */
-static void async__ahead_start(async_engine_t *e, long dfd)
-{
-	/* Opened here, not on the pool thread: the caller may close @dfd
-	 * (closedir) while the read-ahead runs. */
-	int fd = openat((int)dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	struct async__op *op = async__op_alloc(e);
-	if (!op) {
-		close(fd);
-		return;
-	}
-	op->call = ASYNC__CALL_DIR_AHEAD;
-	op->args[0] = (unsigned long)fd;
-	op->result = &op->res;
-	op->cb = async__ahead_done;
-	op->cb_arg = (void *)(intptr_t)fd;
-	op->holds = ASYNC__HOLD_CB;
-	if (async__pool_submit(e, op, false) < 0) {
-		op->holds = 0;
-		op->state = ASYNC__DONE;
-		async__op_free(e, op);
-		close(fd);
-		return;
-	}
-	/* Now, not at the next flush: the loop may not flush until its
-	 * wait_for_async(), when the read-ahead is moot. */
-	async__pool_flush(e);
-}
-
-/* ---- closing off the caller's thread (async_mnt.h) ---- */
-
-/* A close the backend never ran (cancelled at destroy) is done here. */
-static void async__close_done(void *arg, long res)
-{
-	if (res == -ECANCELED)
-		close((int)(intptr_t)arg);
-}
-
-void async__close_fd(int fd)
-{
-	async_engine_t *e = async__cur;
-
-	if (fd < 0)
-		return;
-	if (!e || e->destroying || async__fd_local(fd) != 0) {
-		close(fd);
-		return;
-	}
-	struct async__op *op = async__op_alloc(e);
-	if (!op) {
-		close(fd);
-		return;
-	}
-	op->call = ASYNC_CLOSE;
-	op->args[0] = (unsigned long)fd;
-	op->result = &op->res;
-	op->cb = async__close_done;
-	op->cb_arg = (void *)(intptr_t)fd;
-	op->holds = ASYNC__HOLD_CB;
-	e->inflight++;
-	int rc;
-	if (e->ring && async__uring_supports(e, ASYNC_CLOSE, op->args)) {
-		op->where = ASYNC__IN_RING;
-		rc = async__uring_submit(e, op);
-	} else {
-		rc = async__pool_submit(e, op, false);
-	}
-	if (rc < 0) {
-		e->inflight--;
-		op->holds = 0;
-		op->state = ASYNC__DONE;
-		async__op_free(e, op);
-		close(fd);
-		return;
-	}
-	async__flush(e);
-}
-
 /* ---- submit ---- */
 
-static long async__submit(unsigned long flags, long *result, long call,
-                      const unsigned long *args,
-                      void (*cb)(void *, long), void *cb_arg)
+/* -errno when the call cannot be submitted at all. */
+static int async__submit_check(const async_engine_t *e, unsigned long flags,
+                               const long *result, long call,
+                               const unsigned long *args)
 {
-	async_engine_t *e = async__cur;
 	const struct async_call_info *info = async_call_info(call);
-	long res;
 
 	if (flags & ~ASYNC__FLAGS_ALL)
 		return -EINVAL;
@@ -368,13 +125,25 @@ static long async__submit(unsigned long flags, long *result, long call,
 		return -EFAULT;
 	if (!e || e->destroying)
 		return -ENXIO;
+	return 0;
+}
+
+/* Runs the call on this thread when it asks to be synchronous, cannot
+ * block, or the parallelism limit is reached; true when *result holds
+ * its result. */
+static bool async__submit_here(async_engine_t *e, unsigned long flags,
+                               long *result, long call,
+                               const unsigned long *args)
+{
+	long res;
+
 	if (flags & ASYNC_F_SYNC) {
 		*result = async__exec(call, args);
-		return 0;
+		return true;
 	}
 	if (!(flags & ASYNC_F_NOINLINE) && async__try_inline(call, args, &res)) {
 		*result = res;
-		return 0;
+		return true;
 	}
 	if (e->inflight >= e->max_inflight) {
 		/* Before giving up on asynchrony, collect what finished: a
@@ -385,48 +154,56 @@ static long async__submit(unsigned long flags, long *result, long call,
 		async__reap_backends(e, 0);
 		if (e->inflight >= e->max_inflight && !e->queue_at_limit) {
 			*result = async__exec(call, args);
-			return 0;
+			return true;
 		}
 	}
-	/* queue_at_limit: past the limit, to the pool's queue. */
-	bool over = e->inflight >= e->max_inflight;
+	return false;
+}
 
+/* A new op for the call, held by @cb or else by the calling fibril (or
+ * thread); NULL when out of memory. */
+static struct async__op *async__op_new(async_engine_t *e, long call,
+                                       const unsigned long *args,
+                                       void (*cb)(void *, long), void *cb_arg)
+{
+	unsigned nargs = async_call_info(call)->nargs;
 	struct async__op *op = async__op_alloc(e);
-	if (!op) {
-		if (e->queue_at_limit)
-			return -ENOMEM;
-		*result = async__exec(call, args);
-		return 0;
-	}
+
+	if (!op)
+		return NULL;
 	op->call = (uint8_t)call;
 	op->cred = async__cred_hold(async__cred_current());
-	op->result = result;
 	memcpy(op->args, args ? args : (const unsigned long[6]){ 0 },
-	       (info->nargs ? info->nargs : 1) * sizeof(*args));
+	       (nargs ? nargs : 1) * sizeof(*args));
 	op->holds = 0;
 	if (cb) {
 		op->cb = cb;
 		op->cb_arg = cb_arg;
 		op->holds |= ASYNC__HOLD_CB;
-	} else {
-		struct async__owner *o = async__owner_get(e, fibril_self(), true);
-		if (!o) {
-			async__op_free(e, op);
-			if (e->queue_at_limit)
-				return -ENOMEM;
-			*result = async__exec(call, args);
-			return 0;
-		}
-		op->owner = o;
-		op->holds |= ASYNC__HOLD_OWNER;
+		return op;
 	}
-	/* Published before the backend can see it; only this thread ever
-	 * writes *result, at completion. Accounted first too: a backend may
-	 * complete it before returning (a pool without threads). */
+	struct async__owner *o = async__owner_get(e, fibril_self(), true);
+	if (!o) {
+		async__op_free(e, op);
+		return NULL;
+	}
+	op->owner = o;
+	op->holds |= ASYNC__HOLD_OWNER;
+	return op;
+}
+
+/* Published before the backend can see it; only this thread ever
+ * writes *result, at completion. Accounted first too: a backend may
+ * complete it before returning (a pool without threads). */
+static void async__op_account(async_engine_t *e, struct async__op *op,
+                              long *result)
+{
+	struct async__owner *o = op->owner;
+
+	op->result = result;
 	*result = op->cookie;
 	e->inflight++;
-	if (op->owner) {
-		struct async__owner *o = op->owner;
+	if (o) {
 		op->oprev = NULL;
 		op->onext = o->head;
 		if (o->head)
@@ -434,36 +211,48 @@ static long async__submit(unsigned long flags, long *result, long call,
 		o->head = op;
 		o->pending++;
 	}
+}
 
+/* Undoes async__op_account() for an op no backend took, and frees it. */
+static void async__op_unaccount(async_engine_t *e, struct async__op *op)
+{
+	struct async__owner *o = op->owner;
+
+	e->inflight--;
+	if (o) {
+		async__owner_unlink(op);
+		o->pending--;
+	}
+	async__op_discard(e, op);
+	if (o)
+		async__owner_put(e, o);
+}
+
+/* Hands @op to a backend; @over: past the parallelism limit, which
+ * only a queue_at_limit engine gets to (to the pool's queue). */
+static int async__dispatch(async_engine_t *e, struct async__op *op,
+                           unsigned long flags, bool over)
+{
+	bool bg = flags & ASYNC_F_BACKGROUND;
 	int rc;
+
 	/* Background calls never go to the ring: its io-wq workers are
 	 * the submitting thread's, at its priority. */
-	if (e->ring && !(flags & ASYNC_F_BACKGROUND) && !over &&
-	    async__uring_supports(e, call, args)) {
+	if (e->ring && !bg && !over &&
+	    async__uring_supports(e, op->call, op->args)) {
 		op->where = ASYNC__IN_RING;
 		rc = async__uring_submit(e, op);
 		if (rc < 0 && e->queue_at_limit)
 			rc = async__pool_submit(e, op, false);
-	} else {
-		rc = async__pool_submit(e, op, flags & ASYNC_F_BACKGROUND);
+		return rc;
 	}
-	if (rc < 0) {
-		/* The backend is saturated: the call simply goes the other
-		 * way, synchronously, as at the parallelism limit. */
-		struct async__owner *o = op->owner;
-		e->inflight--;
-		if (o) {
-			async__owner_unlink(op);
-			o->pending--;
-		}
-		op->holds = 0;
-		op->state = ASYNC__DONE;
-		async__op_free(e, op);
-		if (o)
-			async__owner_put(e, o);
-		*result = async__exec(call, args);
-		return 0;
-	}
+	return async__pool_submit(e, op, bg);
+}
+
+/* What a submitted call sets going besides itself. */
+static void async__submitted(async_engine_t *e, const struct async__op *op,
+                             long call, const unsigned long *args)
+{
 	/* Now, not at the next flush: a function call is a chunk of work
 	 * that the pool can start while the caller goes on (a listing's
 	 * run of stats while the worker formats the previous window). */
@@ -471,6 +260,36 @@ static long async__submit(unsigned long flags, long *result, long call,
 		async__pool_flush(e);
 	if (async__ahead_note(op->owner, call, args))
 		async__ahead_start(e, (long)args[0]);
+}
+
+static long async__submit(unsigned long flags, long *result, long call,
+                      const unsigned long *args,
+                      void (*cb)(void *, long), void *cb_arg)
+{
+	async_engine_t *e = async__cur;
+	int rc = async__submit_check(e, flags, result, call, args);
+
+	if (rc < 0)
+		return rc;
+	if (async__submit_here(e, flags, result, call, args))
+		return 0;
+	bool over = e->inflight >= e->max_inflight;
+	struct async__op *op = async__op_new(e, call, args, cb, cb_arg);
+	if (!op) {
+		if (e->queue_at_limit)
+			return -ENOMEM;
+		*result = async__exec(call, args);
+		return 0;
+	}
+	async__op_account(e, op, result);
+	if (async__dispatch(e, op, flags, over) < 0) {
+		/* The backend is saturated: the call simply goes the other
+		 * way, synchronously, as at the parallelism limit. */
+		async__op_unaccount(e, op);
+		*result = async__exec(call, args);
+		return 0;
+	}
+	async__submitted(e, op, call, args);
 	return op->cookie;
 }
 

@@ -5,11 +5,14 @@
 # adapter.
 fibril_libfibril_la_SOURCES += \
 	fibril/async.c fibril/async_int.h \
+	fibril/async_op.c fibril/async_own.c \
 	fibril/async_calls.c fibril/async_cred.c fibril/async_cred.h \
 	fibril/async_ahead.c fibril/async_mnt.c fibril/async_mnt.h \
 	fibril/async_uring.c fibril/async_pool.c \
 	fibril/async_wrap.c fibril/async_event.c
 # async.c            the engine: submit, wait, cancel, process, destroy
+# async_op.c         its ops and their completion, below the backends
+# async_own.c        the engine's own calls: read-ahead, off-thread closes
 # async_calls.c      the call table and the one dispatcher to system calls
 # async_cred.c       running a call as another user
 # async_ahead.c      the directory read-ahead policy

@@ -116,12 +116,30 @@ struct async_engine {
 	void *log_arg;
 };
 
-/* async.c */
+/* async_op.c: the ops, their completion and the host hook; below the
+ * backends and the dispatcher, calling neither. */
+extern __thread async_engine_t *async__cur;  /* this thread's engine */
+struct async__op *async__op_alloc(async_engine_t *e);
+void async__op_free(async_engine_t *e, struct async__op *op);
+void async__op_discard(async_engine_t *e, struct async__op *op);
+struct async__op *async__op_find(async_engine_t *e, long cookie);
+/* Drops @hold from op->holds; frees a completed op nobody holds. */
+void async__release(async_engine_t *e, struct async__op *op, unsigned hold);
+/* A backend's report that @op finished with @res (engine's thread). */
 void async__complete(async_engine_t *e, struct async__op *op, long res);
+/* Runs queued callbacks, at most @budget (0: all); returns how many. */
+int async__run_callbacks(async_engine_t *e, unsigned budget);
 void async__kick(async_engine_t *e);
-void async__flush(async_engine_t *e);  /* both backends' queued submissions */
 void async__log(async_engine_t *e, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* async.c: the dispatcher */
+void async__flush(async_engine_t *e);  /* both backends' queued submissions */
+
+/* async_own.c: the engine's own calls. async__ahead_start queues the
+ * read-ahead of @dfd's directory on the pool (async__close_fd:
+ * async_mnt.h). */
+void async__ahead_start(async_engine_t *e, long dfd);
 
 /* async_calls.c: the call table, the plain system calls and the inline
  * fast paths. */
