@@ -9,7 +9,7 @@
  * directory ahead, through a descriptor of its own, takes those waits
  * instead (the loop's fell to ~23 per pass).
  *
- * The policy (async__ahead_note) only counts and decides; async.c opens the
+ * The policy (async__ahead_note) only counts and decides; async_own.c opens the
  * descriptor and queues the read (async__ahead_read, on a pool thread).
  * The read never touches the caller's descriptor or position, and the
  * caller sees no op of it (not even in async_engine_inflight()).

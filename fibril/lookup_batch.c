@@ -16,6 +16,9 @@
  * (the records may move meanwhile: realloc while names are still read,
  * compaction of a streaming scan); the engine's thread copies out[] into
  * the records when the call completes.
+ *
+ * This file keeps the batches and their contents; submitting them and
+ * handling their completion is the driver's (lookup_flight.c).
  */
 #include "first.h"
 
@@ -54,7 +57,7 @@ void lk__rec_set_stat(struct lk__rec *rec, const struct lk__sres *r)
 }
 
 /* On a pool thread (or inline at the parallelism limit). */
-static long batch_run(void *arg)
+long lk__batch_run(void *arg)
 {
 	struct lk__batch *b = arg;
 	struct statx stx;
@@ -82,7 +85,16 @@ unsigned lk__batch_size(const struct lk__flight *f)
 	return k < 1 ? 1 : k > LK__BATCH_MAX ? LK__BATCH_MAX : k;
 }
 
-static void batch_unlink(struct lk__flight *f, struct lk__batch *b)
+void lk__batch_link(struct lk__flight *f, struct lk__batch *b)
+{
+	b->prev = NULL;
+	b->next = f->batches;
+	if (f->batches)
+		f->batches->prev = b;
+	f->batches = b;
+}
+
+void lk__batch_unlink(struct lk__flight *f, struct lk__batch *b)
 {
 	if (b->prev)
 		b->prev->next = b->next;
@@ -92,77 +104,25 @@ static void batch_unlink(struct lk__flight *f, struct lk__batch *b)
 		b->next->prev = b->prev;
 }
 
-static void batch_recycle(struct lk__flight *f, struct lk__batch *b)
+void lk__batch_recycle(struct lk__flight *f, struct lk__batch *b)
 {
 	b->next = f->free_batches;
 	f->free_batches = b;
 }
 
-/* The results into the records; @res < 0: the call never ran (cancelled
- * at engine destruction), every entry fails with it as a lone statx
- * would. */
-static void batch_apply(struct lk__flight *f, struct lk__batch *b, long res)
+/* @res < 0: the call never ran (cancelled at engine destruction), every
+ * entry fails with it as a lone statx would. */
+void lk__batch_store(struct lk__flight *f, const struct lk__batch *b,
+		     unsigned j, long res)
 {
-	for (unsigned j = 0; j < b->n; j++) {
-		struct lk__rec *rec = &f->recs[b->idx[j]];
-		f->busy--;
-		if (res < 0)
-			rec->err = (int16_t)res;
-		else if (b->out[j].err)
-			rec->err = b->out[j].err;
-		else
-			lk__rec_set_stat(rec, &b->out[j]);
-		lk__flight_stat_done(f, b->idx[j]);
-	}
-}
-
-static void batch_cb(void *arg, long res)
-{
-	struct lk__batch *b = arg;
-	struct lk__flight *f = b->f;
-	b->cookie = 0;
-	f->inflight--;
-	batch_unlink(f, b);
-	if (f->stopped) {
-		f->busy -= b->n;
-		batch_recycle(f, b);
-		lk__flight_maybe_free(f);
-		return;
-	}
-	f->refs++;
-	batch_apply(f, b, res);
-	batch_recycle(f, b);
-	lk__flight_pump(f);
-	lk__flight_notify(f);
-	lk__flight_unref(f);
-}
-
-static void batch_issue(struct lk__flight *f)
-{
-	struct lk__batch *b = f->fill;
-	f->fill = NULL;
-	lk__st.statx_batches++;
-	unsigned long a[2] = { (unsigned long)batch_run, (unsigned long)b };
-	/* LK_SCAN_BACKGROUND: on the SCHED_IDLE threads, so that the thread
-	 * formatting the listing (or serving requests) keeps its CPU and
-	 * the stats take what is left (lk__flight_attach). */
-	long r = lk__submit((const lk_cred_t *)f->cred,
-			    f->batch_bg ? ASYNC_F_BACKGROUND : 0, &b->res,
-			    ASYNC_CALL, a, batch_cb, b);
-	if (r > 0) {
-		b->cookie = r;
-		f->inflight++;
-		b->prev = NULL;
-		b->next = f->batches;
-		if (f->batches)
-			f->batches->prev = b;
-		f->batches = b;
-		return;
-	}
-	/* Ran here (parallelism limit, no engine), or could not be
-	 * submitted at all. */
-	batch_apply(f, b, r < 0 ? r : b->res);
-	batch_recycle(f, b);
+	struct lk__rec *rec = &f->recs[b->idx[j]];
+	f->busy--;
+	if (res < 0)
+		rec->err = (int16_t)res;
+	else if (b->out[j].err)
+		rec->err = b->out[j].err;
+	else
+		lk__rec_set_stat(rec, &b->out[j]);
 }
 
 bool lk__batch_add(struct lk__flight *f, size_t i)
@@ -193,19 +153,19 @@ bool lk__batch_add(struct lk__flight *f, size_t i)
 	b->names[b->n] = name;
 	b->idx[b->n] = i;
 	b->n++;
-	lk__batch_flush(f);
 	return true;
 }
 
 /* A partial batch waits for more entries while others are in flight
- * (their completions pump again); alone, it goes. */
-bool lk__batch_flush(struct lk__flight *f)
+ * (their completions pump again); alone, it goes: returns the batch
+ * being filled when it should be issued now, no longer being filled. */
+struct lk__batch *lk__batch_take(struct lk__flight *f)
 {
 	struct lk__batch *b = f->fill;
 	if (!b || (b->n < lk__batch_size(f) && b->n < f->busy))
-		return false;
-	batch_issue(f);
-	return true;
+		return NULL;
+	f->fill = NULL;
+	return b;
 }
 
 /* A running batch finishes its loop (cached local stats: microseconds);

@@ -1,9 +1,11 @@
 /*
- * The underlying directory scan ("flight"): one getdents64 pass and one
- * statx per entry, shared by identical concurrent scans (single flight).
- * Completions arrive as async_submit_cb() callbacks; anything that
- * completes inline is handled in the same loop, so the cached case never
- * parks.
+ * The underlying directory scan ("flight") and what drives it: one
+ * getdents64 pass and one statx per entry (alone on a slot, or in
+ * batches), shared by identical concurrent scans (single flight,
+ * lookup_share.c). Every call a flight submits completes here, as an
+ * async_submit_cb() callback that pumps the flight on and notifies its
+ * consumers; anything that completes inline is handled in the same
+ * loop, so the cached case never parks.
  */
 #include "first.h"
 
@@ -14,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "fibril/lookup_int.h"
@@ -28,10 +29,6 @@ _Static_assert(sizeof(struct lk__rec) + sizeof(struct lk__ord) <=
 
 enum { ST_LSTAT = 0, ST_READLINK, ST_TOPEN };
 
-/* Flights that can still be joined, on this thread. */
-static __thread struct lk__flight *table;
-/* A getdents that ran inline and was slow: go through the pool for a while. */
-static __thread uint64_t inline_slow_until;
 
 struct lk__dirent {
 	uint64_t ino;
@@ -40,72 +37,6 @@ struct lk__dirent {
 	unsigned char type;
 	char name[];
 };
-
-static void flight_unlist(struct lk__flight *f)
-{
-	if (!f->listed)
-		return;
-	for (struct lk__flight **p = &table; *p; p = &(*p)->next)
-		if (*p == f) {
-			*p = f->next;
-			break;
-		}
-	f->listed = false;
-}
-
-static void flight_free(struct lk__flight *f)
-{
-	flight_unlist(f);
-	if (f->dirfd >= 0)
-		async__close_fd(f->dirfd);
-	for (size_t i = 0; i < f->nrec; i++)
-		free(f->recs[i].link);
-	for (unsigned i = 0; i < f->nslots; i++) {
-		free(f->slots[i]->buf);
-		free(f->slots[i]);
-	}
-	free(f->slots);
-	lk__batch_free_all(f);
-	free(f->recs);
-	free(f->order);
-	free(f->bounds);
-	free(f->gbuf);
-	free(f->reldir);
-	lk__arena_free(&f->names);
-	lk_root_close(f->root);
-	async__cred_drop(f->cred);
-	lk__st.live_flights--;
-	free(f);
-}
-
-void lk__flight_unref(struct lk__flight *f)
-{
-	if (--f->refs == 0 && f->inflight == 0)
-		flight_free(f);
-}
-
-/* After a completion on a stopped flight. */
-void lk__flight_maybe_free(struct lk__flight *f)
-{
-	if (f->refs == 0 && f->inflight == 0)
-		flight_free(f);
-}
-
-void lk__flight_deactivate(struct lk__flight *f)
-{
-	if (f->stopped)
-		return;
-	f->stopped = true;
-	flight_unlist(f);
-	/* The buffers stay until each call reports back (slot_cb/gd_cb,
-	 * batch_cb). */
-	for (unsigned i = 0; i < f->nslots; i++)
-		if (f->slots[i]->busy && f->slots[i]->cookie > 0)
-			async_cancel(f->slots[i]->cookie);
-	lk__batch_cancel_all(f);
-	if (f->gcookie > 0)
-		async_cancel(f->gcookie);
-}
 
 /* ---- slots: one entry's statx (+ readlink + target type) ---- */
 
@@ -299,7 +230,9 @@ static void slot_cb(void *arg, long res)
 	lk__flight_unref(f);
 }
 
-void lk__flight_stat_done(struct lk__flight *f, size_t i)
+/* Entry @i was stat'ed (rec filled, or rec->err set): finishes it, or
+ * goes on with its symlink steps on a slot. */
+static void stat_done(struct lk__flight *f, size_t i)
 {
 	struct lk__rec *rec = &f->recs[i];
 	if (!rec->err && S_ISLNK(rec->mode) && !(f->flags & LK_SCAN_NO_LINKS)) {
@@ -316,10 +249,71 @@ void lk__flight_stat_done(struct lk__flight *f, size_t i)
 	f->ndone++;
 }
 
+/* ---- batches (lookup_batch.c): many entries' statx in one call ---- */
+
+static void batch_apply(struct lk__flight *f, struct lk__batch *b, long res)
+{
+	for (unsigned j = 0; j < b->n; j++) {
+		lk__batch_store(f, b, j, res);
+		stat_done(f, b->idx[j]);
+	}
+}
+
+static void batch_cb(void *arg, long res)
+{
+	struct lk__batch *b = arg;
+	struct lk__flight *f = b->f;
+	b->cookie = 0;
+	f->inflight--;
+	lk__batch_unlink(f, b);
+	if (f->stopped) {
+		f->busy -= b->n;
+		lk__batch_recycle(f, b);
+		lk__flight_maybe_free(f);
+		return;
+	}
+	f->refs++;
+	batch_apply(f, b, res);
+	lk__batch_recycle(f, b);
+	lk__flight_pump(f);
+	lk__flight_notify(f);
+	lk__flight_unref(f);
+}
+
+/* Issues the batch being filled when it is full or nothing else is in
+ * flight; true if it did. */
+static bool batch_flush(struct lk__flight *f)
+{
+	struct lk__batch *b = lk__batch_take(f);
+	if (!b)
+		return false;
+	lk__st.statx_batches++;
+	unsigned long a[2] = { (unsigned long)lk__batch_run, (unsigned long)b };
+	/* LK_SCAN_BACKGROUND: on the SCHED_IDLE threads, so that the thread
+	 * formatting the listing (or serving requests) keeps its CPU and
+	 * the stats take what is left (lk__flight_attach). */
+	long r = lk__submit((const lk_cred_t *)f->cred,
+			    f->batch_bg ? ASYNC_F_BACKGROUND : 0, &b->res,
+			    ASYNC_CALL, a, batch_cb, b);
+	if (r > 0) {
+		b->cookie = r;
+		f->inflight++;
+		lk__batch_link(f, b);
+		return true;
+	}
+	/* Ran here (parallelism limit, no engine), or could not be
+	 * submitted at all. */
+	batch_apply(f, b, r < 0 ? r : b->res);
+	lk__batch_recycle(f, b);
+	return true;
+}
+
 static void issue_stat(struct lk__flight *f, size_t i)
 {
-	if (f->batched && lk__batch_add(f, i))
+	if (f->batched && lk__batch_add(f, i)) {
+		batch_flush(f);
 		return;
+	}
 	struct lk__slot *s = slot_get(f);
 	if (!s) {
 		f->recs[i].err = -ENOMEM;
@@ -403,14 +397,6 @@ static void gd_cb(void *arg, long res)
 	lk__flight_unref(f);
 }
 
-/* A sorted scan reads all names before its first entry: this many
- * getdents calls (64 KiB, ~2,000 names each) run inline, so that a
- * cached directory of up to ~8,000 entries never parks; the rest go
- * through the pool, off the caller's thread. Inline, 100,000 names held
- * the loop ~18 ms (small-file p99 during back-to-back listings: 31 ms,
- * 1.1 ms unloaded); a pool round trip costs ~30 us per call. */
-#define LK__INLINE_GETDENTS 4
-
 /* 1 pending, 0 done. */
 static int getdents_issue(struct lk__flight *f)
 {
@@ -426,7 +412,7 @@ static int getdents_issue(struct lk__flight *f)
 		uint64_t t1 = fibril_now_ns();
 		if (t1 - t0 > 2000000) {
 			f->inline_getdents = false;
-			inline_slow_until = t1 + 5000000000ull;
+			lk__getdents_slow_until = t1 + 5000000000ull;
 		}
 		getdents_done(f, r < 0 ? -errno : r);
 		return 0;
@@ -445,6 +431,27 @@ static int getdents_issue(struct lk__flight *f)
 }
 
 /* ---- driving ---- */
+
+/* Moves past entries that vanished (statx ENOENT) at the reader's
+ * position; true if it moved (the flight must pump again: the reader's
+ * window moved on). */
+static bool scan_skip(struct lk_scan *s)
+{
+	struct lk__flight *f = s->f;
+	size_t p = s->pos;
+	if (f->streaming) {
+		while (p < f->nrec && f->recs[p].state == REC_DONE &&
+		       f->recs[p].err == -ENOENT)
+			p++;
+	} else if (f->phase == PH_READY && s->counted) {
+		while (p < f->norder && lk__ordered(f, p)->state == REC_DONE &&
+		       lk__ordered(f, p)->err == -ENOENT)
+			p++;
+	}
+	bool moved = p != s->pos;
+	s->pos = p;
+	return moved;
+}
 
 /* In-flight calls stay within the window, but they may run this many
  * windows ahead of the reader: completions come back out of order, and a
@@ -517,11 +524,11 @@ void lk__flight_pump(struct lk__flight *f)
 		}
 		/* A partial batch waits for more entries while others are in
 		 * flight (their completions pump again); alone, it goes. */
-		if (lk__batch_flush(f))
+		if (batch_flush(f))
 			again = true;
 		/* Vanished entries at a reader's position move its window on. */
 		for (struct lk_scan *k = f->consumers; k; k = k->next_c)
-			if (!k->cancelled && lk__scan_skip(k))
+			if (!k->cancelled && scan_skip(k))
 				again = true;
 		if (f->phase == PH_NAMES && f->eof && !f->streaming) {
 			if ((f->flags & LK_SCAN_DIRS_FIRST) && !f->need_stat_all)
@@ -541,6 +548,30 @@ void lk__flight_pump(struct lk__flight *f)
 	}
 }
 
+/* True when lk_scan_next() has something to say to @s. */
+bool lk__flight_ready(struct lk_scan *s)
+{
+	if (s->cancelled || s->err || s->ended)
+		return true;
+	struct lk__flight *f = s->f;
+	if (!f)
+		return s->op == NULL;
+	if (f->err || s->delivered >= lk__scan_limit(s))
+		return true;
+	if (scan_skip(s))
+		lk__flight_pump(f);
+	if (f->streaming) {
+		if (s->pos < f->nrec)
+			return f->recs[s->pos].state == REC_DONE;
+		return f->eof;
+	}
+	if (f->phase != PH_READY || !s->counted)
+		return false;
+	if (s->pos < f->norder)
+		return lk__ordered(f, s->pos)->state == REC_DONE;
+	return true;
+}
+
 void lk__flight_notify(struct lk__flight *f)
 {
 	if (f->notifying)
@@ -551,7 +582,7 @@ restart:
 	for (struct lk_scan *c = f->consumers; c; c = c->next_c) {
 		if (c->wq.head)
 			fibril_waitq_wake_all(&c->wq);
-		if (c->cb && lk__scan_ready(c)) {
+		if (c->cb && lk__flight_ready(c)) {
 			void (*cb)(void *) = c->cb;
 			c->cb = NULL;
 			cb(c->cb_arg);
@@ -562,147 +593,3 @@ restart:
 	lk__flight_unref(f);
 }
 
-/* Streaming: drop records below @below (already delivered and no longer
- * referenced by the caller's batch). */
-void lk__flight_compact(struct lk__flight *f, size_t below)
-{
-	if (below < 1024 || below * 2 < f->nrec)
-		return;
-	for (size_t i = 0; i < below; i++)
-		free(f->recs[i].link);
-	memmove(f->recs, f->recs + below, (f->nrec - below) * sizeof(*f->recs));
-	f->nrec -= below;
-	f->stat_next = f->stat_next > below ? f->stat_next - below : 0;
-	for (unsigned i = 0; i < f->nslots; i++)
-		if (f->slots[i]->busy)
-			f->slots[i]->idx -= below;
-	lk__batch_compact(f, below);
-	f->base += below;
-	f->ndone = 0;   /* not used while streaming */
-	for (struct lk_scan *c = f->consumers; c; c = c->next_c) {
-		c->pos -= below;
-		c->hint = 0;
-	}
-	lk__arena_release(&f->names, f->base);
-}
-
-/* ---- single flight ---- */
-
-#define KEY_FLAGS (LK_SCAN_DESC | LK_SCAN_DIRS_FIRST | LK_SCAN_DOTFILES | \
-		   LK_SCAN_DOTDOT | LK_SCAN_NO_LINKS | LK_SCAN_LOOKUP_ATTRS | \
-		   LK_SCAN_BACKGROUND)
-
-static void consumer_link(struct lk__flight *f, struct lk_scan *s)
-{
-	s->f = f;
-	s->prev_c = NULL;
-	s->next_c = f->consumers;
-	if (f->consumers)
-		f->consumers->prev_c = s;
-	f->consumers = s;
-	f->refs++;
-	f->active++;
-	if (s->window > f->cap)
-		f->cap = s->window;
-}
-
-int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
-{
-	enum lk_sort sort = s->o.sort;
-	unsigned flags = s->o.flags & KEY_FLAGS;
-	bool share = sort != LK_SORT_NONE && !(s->o.flags & LK_SCAN_NO_SHARE);
-	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
-	if (share)
-		for (struct lk__flight *f = table; f; f = f->next)
-			if (f->root == s->root && f->cred == s->cred &&
-			    f->dev == dev &&
-			    f->ino == d->stx_ino && f->sort == sort &&
-			    f->flags == flags &&
-			    f->mtime_sec == d->stx_mtime.tv_sec &&
-			    f->mtime_nsec == d->stx_mtime.tv_nsec &&
-			    !f->stopped && !f->err) {
-				async__close_fd(dirfd);
-				if (lk__scan_set_window(s, f->batched) < 0)
-					return -ENOMEM;
-				consumer_link(f, s);
-				lk__st.shared_joins++;
-				return 0;
-			}
-	/* An unknown or failing file system goes the remote way. */
-	bool local = lk_fs_local(dirfd) > 0;
-	if (lk__scan_set_window(s, local) < 0)
-		goto nomem;
-	struct lk__flight *f = calloc(1, sizeof(*f));
-	if (!f)
-		goto nomem;
-	f->reldir = strdup(s->reldir);
-	f->streaming = sort == LK_SORT_NONE;
-	f->gbuf_size = f->streaming ? 32768 : 65536;
-	f->gbuf = malloc(f->gbuf_size);
-	if (!f->reldir || !f->gbuf) {
-		free(f->reldir);
-		free(f->gbuf);
-		free(f);
-		goto nomem;
-	}
-	f->dirfd = dirfd;
-	f->root = s->root;
-	lk__root_ref(s->root);
-	f->cred = async__cred_hold(s->cred);
-	f->dev = dev;
-	f->ino = d->stx_ino;
-	f->dev_major = d->stx_dev_major;
-	f->dev_minor = d->stx_dev_minor;
-	f->mtime_sec = d->stx_mtime.tv_sec;
-	f->mtime_nsec = d->stx_mtime.tv_nsec;
-	f->sort = sort;
-	f->flags = flags;
-	f->root_dir = dev == s->root->dev && d->stx_ino == s->root->ino;
-	f->need_stat_all = sort == LK_SORT_SIZE || sort == LK_SORT_MTIME;
-	f->inline_getdents = local && fibril_now_ns() >= inline_slow_until;
-	/* On a local file system a stat takes microseconds and io-wq does
-	 * it at 2-3x the speed of a thread pool (100,000 cached entries:
-	 * 0.21 s against 0.48 s); the pool's SCHED_IDLE threads pay off
-	 * where each stat waits a round trip (FUSE, NFS), which is also
-	 * where a listing lasts long enough to matter to other requests. */
-	f->background = (flags & LK_SCAN_BACKGROUND) && !local;
-	f->batched = local;
-	/* Background batches take only idle CPU time: the worker keeps its
-	 * CPU for formatting, and a name-sorted full listing stats entries
-	 * in directory order while the names are still read and sorted
-	 * (one CPU reads them, the other was idle). Warm 100,000-entry
-	 * listing over HTTP against nginx, 15-20 interleaved rounds, median:
-	 * 0.46 with both, 0.48-0.49 with foreground batches, 0.55 with one
-	 * ring statx per entry. Not for pagination: it may stop early. */
-	f->batch_bg = local && (flags & LK_SCAN_BACKGROUND);
-	f->stat_early = f->batch_bg && sort == LK_SORT_NAME && !s->o.limit &&
-		!s->after;
-	f->inline_left = LK__INLINE_GETDENTS;
-	lk__st.getdents_passes++;
-	lk__st.live_flights++;
-	if (share) {
-		f->next = table;
-		table = f;
-		f->listed = true;
-	}
-	consumer_link(f, s);
-	return 0;
-nomem:
-	async__close_fd(dirfd);
-	return -ENOMEM;
-}
-
-void lk__flight_detach(struct lk_scan *s)
-{
-	struct lk__flight *f = s->f;
-	if (s->prev_c)
-		s->prev_c->next_c = s->next_c;
-	else
-		f->consumers = s->next_c;
-	if (s->next_c)
-		s->next_c->prev_c = s->prev_c;
-	s->f = NULL;
-	if (!s->cancelled && --f->active == 0)
-		lk__flight_deactivate(f);
-	lk__flight_unref(f);
-}

@@ -1,5 +1,6 @@
 /* Scans as their users see them: open, next (blocking or callback),
- * cancel, close. The work itself is in lookup_flight.c. */
+ * cancel, close. The work itself is in lookup_flight.c (driving) and
+ * lookup_share.c (the flight's life). */
 #include "first.h"
 
 #include <errno.h>
@@ -11,61 +12,11 @@
 #include "fibril/lookup_int.h"
 #include "fibril/async_mnt.h"
 
-static size_t limit_of(const struct lk_scan *s)
-{
-	return s->o.limit ? s->o.limit : SIZE_MAX;
-}
-
-/* Moves past entries that vanished (statx ENOENT) at the reader's
- * position; true if it moved (the flight must pump again: the reader's
- * window moved on). */
-bool lk__scan_skip(struct lk_scan *s)
-{
-	struct lk__flight *f = s->f;
-	size_t p = s->pos;
-	if (f->streaming) {
-		while (p < f->nrec && f->recs[p].state == REC_DONE &&
-		       f->recs[p].err == -ENOENT)
-			p++;
-	} else if (f->phase == PH_READY && s->counted) {
-		while (p < f->norder && lk__ordered(f, p)->state == REC_DONE &&
-		       lk__ordered(f, p)->err == -ENOENT)
-			p++;
-	}
-	bool moved = p != s->pos;
-	s->pos = p;
-	return moved;
-}
-
-/* True when next_*() has something to say. */
-bool lk__scan_ready(struct lk_scan *s)
-{
-	if (s->cancelled || s->err || s->ended)
-		return true;
-	struct lk__flight *f = s->f;
-	if (!f)
-		return s->op == NULL;
-	if (f->err || s->delivered >= limit_of(s))
-		return true;
-	if (lk__scan_skip(s))
-		lk__flight_pump(f);
-	if (f->streaming) {
-		if (s->pos < f->nrec)
-			return f->recs[s->pos].state == REC_DONE;
-		return f->eof;
-	}
-	if (f->phase != PH_READY || !s->counted)
-		return false;
-	if (s->pos < f->norder)
-		return lk__ordered(f, s->pos)->state == REC_DONE;
-	return true;
-}
-
-void lk__scan_notify(struct lk_scan *s)
+static void scan_notify(struct lk_scan *s)
 {
 	if (s->wq.head)
 		fibril_waitq_wake_all(&s->wq);
-	if (s->cb && lk__scan_ready(s)) {
+	if (s->cb && lk__flight_ready(s)) {
 		void (*cb)(void *) = s->cb;
 		s->cb = NULL;
 		cb(s->cb_arg);
@@ -98,12 +49,6 @@ static void expand(const struct lk__flight *f, const struct lk__rec *r,
 	e->stx.stx_dev_minor = f->dev_minor;
 }
 
-/* Entries an lk_scan_next() delivers at most (LK__DELIVER_MAX). */
-static inline unsigned deliver_max(const struct lk_scan *s)
-{
-	return s->window < LK__DELIVER_MAX ? s->window : LK__DELIVER_MAX;
-}
-
 static int try_next(struct lk_scan *s, const struct lk_entry **ents,
 		    size_t *n)
 {
@@ -121,13 +66,13 @@ static int try_next(struct lk_scan *s, const struct lk_entry **ents,
 	lk__flight_pump(f);
 	if (f->err)
 		return s->err = f->err;
-	if (!lk__scan_ready(s))
+	if (!lk__flight_ready(s))
 		return -EAGAIN;
 	if (s->cancelled)
 		return -ECANCELED;
-	size_t k = 0, lim = limit_of(s);
+	size_t k = 0, lim = lk__scan_limit(s);
 	if (f->streaming) {
-		while (k < deliver_max(s) && s->delivered < lim && s->pos < f->nrec &&
+		while (k < lk__deliver_max(s) && s->delivered < lim && s->pos < f->nrec &&
 		       f->recs[s->pos].state == REC_DONE) {
 			const struct lk__rec *r = &f->recs[s->pos++];
 			if (r->err == -ENOENT)
@@ -136,7 +81,7 @@ static int try_next(struct lk_scan *s, const struct lk_entry **ents,
 			s->delivered++;
 		}
 	} else {
-		while (k < deliver_max(s) && s->delivered < lim && s->pos < f->norder) {
+		while (k < lk__deliver_max(s) && s->delivered < lim && s->pos < f->norder) {
 			const struct lk__rec *r = lk__ordered(f, s->pos);
 			if (r->state != REC_DONE)
 				break;
@@ -213,7 +158,7 @@ static void opened(void *arg, int res, const struct lk_file *file)
 	if (s->f)
 		lk__flight_notify(s->f);
 	else
-		lk__scan_notify(s);
+		scan_notify(s);
 }
 
 static void orphaned(void *arg, int res, const struct lk_file *file)
@@ -235,20 +180,6 @@ static void scan_free(struct lk_scan *s)
 	lk_root_close(s->root);
 	async__cred_drop(s->cred);
 	free(s);
-}
-
-static unsigned clamp_window(unsigned w, unsigned dflt)
-{
-	return !w ? dflt : w > LK_WINDOW_MAX ? LK_WINDOW_MAX : w;
-}
-
-int lk__scan_set_window(struct lk_scan *s, bool local)
-{
-	s->window = local ? clamp_window(s->o.local_window, LK_LOCAL_WINDOW)
-			  : clamp_window(s->o.window, 128);
-	free(s->batch);
-	s->batch = malloc(deliver_max(s) * sizeof(*s->batch));
-	return s->batch ? 0 : -ENOMEM;
 }
 
 FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
@@ -321,7 +252,7 @@ FIBRIL_API void lk_scan_cancel(lk_scan_t *s)
 		lk_op_cancel(s->op);
 	if (s->f && --s->f->active == 0)
 		lk__flight_deactivate(s->f);
-	lk__scan_notify(s);
+	scan_notify(s);
 }
 
 FIBRIL_API void lk_scan_close(lk_scan_t *s)
