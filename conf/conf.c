@@ -87,6 +87,7 @@ int conf_init(struct conf *c)
 	c->max_connections = 4096;
 	c->max_connections_per_ip = 256;
 	c->header_timeout = 10;
+	c->shutdown_timeout = 30;
 	c->min_send_rate = 1024;
 	c->max_listings = 8;
 	c->small_file_max = 65536;
@@ -434,6 +435,7 @@ static int server_key(struct load *ld, const char *name, const char *v)
 	UINT("max_listings", max_listings, 1, 100000, false)
 	UINT("max_connections_per_ip", max_connections_per_ip, 0, 1000000, false)
 	UINT("header_timeout", header_timeout, 1, 86400, false)
+	UINT("shutdown_timeout", shutdown_timeout, 0, 86400, false)
 	UINT("min_send_rate", min_send_rate, 0, 1ULL << 30, true)
 	UINT("small_file_max", small_file_max, 0, 1ULL << 30, true)
 	UINT("request_header_max", request_header_max, 1024, 1ULL << 20, true)

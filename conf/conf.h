@@ -75,6 +75,7 @@ struct conf {
 	unsigned max_connections;     /**< per worker (default 4096, lowered to fit RLIMIT_NOFILE) */
 	unsigned max_connections_per_ip; /**< per client address, all workers (default 256; 0: no limit) */
 	unsigned header_timeout;      /**< seconds for a whole request head (default 10) */
+	unsigned shutdown_timeout;    /**< seconds a stop or reload lets requests finish (default 30) */
 	size_t min_send_rate;         /**< bytes/s a client must take a response at (default 1024; 0: off) */
 	unsigned max_listings;        /**< listings in progress per worker (default 8) */
 	size_t small_file_max;        /**< bodies up to this are read into memory (default 65536) */

@@ -339,6 +339,13 @@ void fsd_conn_sending(struct MHD_Connection *mc)
 	struct fsd_conn *cn = conn_of(mc);
 	if (!cn)
 		return;
+	/* Draining: this response is the connection's last. As if the
+	 * client had asked: libmicrohttpd then sends "Connection: close"
+	 * and closes after the body, even with a response other requests
+	 * share (a header added to it would reach them too). */
+	if (cn->w->stopping)
+		MHD_set_connection_value(mc, MHD_HEADER_KIND,
+		                         MHD_HTTP_HEADER_CONNECTION, "close");
 	cn->state = CONN_SENDING;
 	cn->t0 = cn->swept = fibril_now_ns();
 	cn->paused = 0;
@@ -436,6 +443,19 @@ void fsd_conn_sweep(struct fsd_worker *w)
 		}
 	}
 	log_sweep(w);
+}
+
+void fsd_conn_drain(struct fsd_worker *w)
+{
+	/* Between two requests a connection just ends, like a keep-alive
+	 * timeout (clients retry a request that meets such a close). One
+	 * not served yet has its first request on the way (accepted once
+	 * data came in): it is answered, within header_timeout. */
+	for (struct fsd_conn *cn = w->conns; cn; cn = cn->next)
+		if (cn->fd >= 0 && cn->state == CONN_HEAD && cn->served) {
+			shutdown(cn->fd, SHUT_RDWR);
+			cn->fd = -1;
+		}
 }
 
 /* ---- set-up ---- */

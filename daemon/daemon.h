@@ -6,11 +6,21 @@
  * event_base, an async engine, a fibril scheduler and one MHD daemon per
  * listen address, and everything hanging off a request belongs to the
  * worker that accepted it. The only cross-thread paths are the stop
- * eventfd (main → worker) and the log queue (worker → log thread).
+ * eventfd and its flags (main → worker), the log queue (worker → log
+ * thread), and the worker's drain flags that main() polls (worker →
+ * main).
+ *
+ * A reload (SIGHUP) builds a second struct fsd_server from the file
+ * and starts its workers on the listening sockets it shares with the
+ * old one (dup'ed: each server closes its own); the old workers stop
+ * accepting, finish the request each connection is on, and exit, and
+ * main() frees the old server once it has joined them.
  *
  * Files, each calling only those below it:
  *
- *   main.c            arguments, configuration, sockets, user, signals
+ *   main.c            arguments, user, signals, reloads
+ *   servers.c         a server built from the configuration, its sockets
+ *                     and workers, started, drained and freed
  *   worker.c          a worker's thread and loop, libmicrohttpd set-up
  *   request.c         a request's life cycle (the MHD callbacks, its fibril)
  *   reqhdr.c          request headers copied and checked (proto/reqcheck)
@@ -26,6 +36,8 @@
  *   mime.c            content types and sidecar names
  *   log*.c            error and access logs (log.h)
  *   server.c          struct fsd_server fsd
+ *   priv.c            the root helper: logs, key files, low ports after
+ *                     privileges are dropped (priv.h)
  */
 #ifndef FSD_DAEMON_H
 #define FSD_DAEMON_H
@@ -56,15 +68,51 @@ typedef struct async_engine async_engine_t;
 
 /* ---- the server: a configuration and what it opened; read-only once
  * workers run ---- */
+struct fsd_worker;
+struct proto_mime;
 struct fsd_server {
 	struct conf conf;
 	int rootfd;                 /* O_PATH|O_DIRECTORY fd of conf.root */
 	struct lk_root *lkroot;     /* lookup engine root, or NULL */
+	struct lk_root *lknolinks;  /* the same tree, refusing every symlink */
+	struct proto_mime *mime;    /* mime.c */
+	int *listen_fds;            /* conf.nlisten sockets, this server's own */
+	struct fsd_worker *workers; /* conf.workers */
+	unsigned nstarted;          /* workers whose thread runs or is to be joined */
 };
 /* The server this thread serves: main() sets its own, each worker its
  * worker's (worker.c), so that workers started with a new configuration
  * and workers still finishing under the old one each see their own. */
 extern __thread const struct fsd_server *fsd;
+
+/* The command line: overrides the configuration file. */
+struct fsd_args {
+	const char *config, *root;
+	char **listen;
+	int nlisten, workers;
+	bool test;
+};
+
+/* servers.c, main thread only */
+/* Reads the configuration (the file, @a over it) and opens the root and
+ * the MIME table. *errors: how many problems were reported (on stderr,
+ * or in the error log when @reload); the server is not to be used
+ * unless 0. NULL: out of memory, or the file could not be read. */
+struct fsd_server *fsd_server_new(const struct fsd_args *a, bool reload,
+                                  int *errors);
+/* The listening sockets: those of @old (NULL at start-up) for the
+ * addresses it has too, the others bound (fsd_priv_bind). 0 or -errno
+ * (reported). */
+int fsd_server_bind(struct fsd_server *s, const struct fsd_server *old);
+/* Starts the workers and waits until each serves. 0, or -errno once
+ * they are stopped again (reported). */
+int fsd_server_start(struct fsd_server *s);
+/* Every worker drains (fsd_worker_stop). */
+void fsd_server_stop(struct fsd_server *s, bool now);
+/* Closes the listening sockets once no worker accepts, and joins the
+ * workers once all have exited: returns true then. Never blocks. */
+bool fsd_server_reap(struct fsd_server *s);
+void fsd_server_free(struct fsd_server *s);
 
 /* ---- requests ---- */
 enum fsd_method { FSD_M_OTHER = 0, FSD_M_GET, FSD_M_HEAD, FSD_M_OPTIONS };
@@ -148,9 +196,15 @@ struct fsd_worker {
 	struct fsd_req *susp_head;     /* suspended requests, oldest first */
 	struct fsd_req *susp_tail;
 	unsigned listings;             /* listings in progress */
-	bool stopping;
+	bool stopping;                 /* draining: not accepting, finishing requests */
 	bool resumed;                  /* a connection was resumed since the last MHD_run */
 	uint64_t stop_deadline_ns;
+	/* main → worker: set before the stop eventfd is written */
+	atomic_bool stop_now;          /* cut what is in flight at once */
+	/* worker → main */
+	atomic_int started;            /* 1: serving, -1: failed to set up */
+	atomic_bool accept_stopped;    /* no longer watches the listening sockets */
+	atomic_bool exited;            /* the thread is done: join it */
 
 	/* conn.c */
 	struct fsd_conn *conns;        /* open connections */
@@ -165,7 +219,9 @@ struct fsd_worker {
 
 /* worker.c */
 int fsd_worker_start(struct fsd_worker *w);
-void fsd_worker_stop(struct fsd_worker *w);   /* from main: async */
+/* From main, asynchronous: drains (up to shutdown_timeout), or with
+ * @now cuts every connection at once. */
+void fsd_worker_stop(struct fsd_worker *w, bool now);
 void fsd_worker_join(struct fsd_worker *w);
 /* worker_susp.c */
 /* Puts @rq on the suspended list with its deadline. */
@@ -179,6 +235,9 @@ void fsd_worker_kick(struct fsd_worker *w);
  * header_timeout, min_send_rate. */
 int fsd_conn_start(struct fsd_worker *w);         /* after the MHD daemons */
 void fsd_conn_stop_accepting(struct fsd_worker *w);
+/* While the worker drains: ends the connections waiting for a next
+ * request (the one each was on is answered). */
+void fsd_conn_drain(struct fsd_worker *w);
 /* Deadlines and the log of refusals; runs at most once a second. */
 void fsd_conn_sweep(struct fsd_worker *w);
 /* MHD_OPTION_NOTIFY_CONNECTION (cls is the worker); calls reqhdr.c's

@@ -18,6 +18,7 @@ fileserverd_SOURCES += \
 	daemon/worker_susp.c \
 	daemon/sent.c daemon/sent.h \
 	daemon/mime.c daemon/mime.h
+fileserverd_SOURCES += daemon/servers.c daemon/priv.c daemon/priv.h
 fileserverd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(LIBEVENT_CFLAGS) $(INIH_CFLAGS) $(ZLIB_CFLAGS) $(XXHASH_CFLAGS) $(URING_CFLAGS)
 fileserverd_LDADD = proto/libproto.la fibril/libfibril.la conf/libconf.la \
 	$(MHD_LIBS) $(LIBEVENT_LIBS) $(INIH_LIBS) $(ZLIB_LIBS) $(XXHASH_LIBS) $(URING_LIBS) -lpthread

@@ -3,11 +3,13 @@
 #include "daemon/log.h"
 #include "daemon/log_int.h"
 #include "daemon/daemon.h"
+#include "daemon/priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +41,12 @@ static struct {
 	unsigned long dropped;
 	int fd[2];
 	char *path[2];          /* NULL: stderr (error) / off (access) */
-	int level;
-	bool access_on;
+	/* What a reload asks for: NULL, "-" (standard error / output) or
+	 * a file, taken by the writer at its next reopen. */
+	bool want_set;
+	char *want[2];
+	atomic_int level;
+	atomic_bool access_on;
 	struct lo_trust trust;
 } L = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
@@ -96,6 +102,61 @@ static void writer_report(int level, const char *fmt, ...)
 		write_all(2, line, n);
 }
 
+static bool is_file(const char *path)
+{
+	return path && strcmp(path, "-");
+}
+
+/* A reload changed where a log goes: to standard error or output
+ * (@std), or off. Files are opened by do_reopen(). */
+static void switch_std(int which, bool std)
+{
+	int fd = which == LOG_ERROR ? 2 : std ? dup(1) : -1;
+
+	if (L.fd[which] > 2)
+		close(L.fd[which]);
+	L.fd[which] = fd;
+}
+
+/* The paths of a reload, if one asked: true when they changed. */
+static bool take_wanted(void)
+{
+	char *want[2];
+	bool changed = false;
+
+	pthread_mutex_lock(&L.mu);
+	if (!L.want_set) {
+		pthread_mutex_unlock(&L.mu);
+		return false;
+	}
+	L.want_set = false;
+	want[0] = L.want[0];
+	want[1] = L.want[1];
+	L.want[0] = L.want[1] = NULL;
+	pthread_mutex_unlock(&L.mu);
+	for (int i = 0; i < 2; i++) {
+		char *w = want[i];
+		bool old_std = !L.path[i] && (i == LOG_ERROR || L.fd[i] >= 0);
+		bool new_std = i == LOG_ERROR ? !is_file(w) : w && !strcmp(w, "-");
+
+		if (!is_file(w)) {
+			if (L.path[i] || old_std != new_std) {
+				switch_std(i, new_std);
+				changed = true;
+			}
+			free(L.path[i]);
+			L.path[i] = NULL;
+			free(w);
+			continue;
+		}
+		if (!L.path[i] || strcmp(L.path[i], w))
+			changed = true;
+		free(L.path[i]);
+		L.path[i] = w;
+	}
+	return changed;
+}
+
 /* Writer thread, without the lock: only the writer uses L.fd while it
  * runs. A log that cannot be opened again keeps its old descriptor (the
  * rotated file goes on growing) and says why. */
@@ -103,9 +164,10 @@ static void do_reopen(void)
 {
 	char msgs[2][LO_MSG];
 	int fds[2], reopened = 0;
+	bool changed = take_wanted();
 
-	if (lo_helper_running())
-		lo_helper_reopen(fds, msgs);
+	if (fsd_priv_running())
+		fsd_priv_reopen_logs(fds, msgs);
 	else
 		for (int i = 0; i < 2; i++)
 			fds[i] = L.path[i] ? lo_open(L.path[i], &L.trust, msgs[i]) : -ENOENT;
@@ -116,8 +178,9 @@ static void do_reopen(void)
 			continue;
 		}
 		if (fds[i] < 0) {
-			writer_report(LOG_ERR, "reopening %s %s: %s; still writing "
-			              "to the file opened before", log_names[i],
+			writer_report(LOG_ERR, "%s %s %s: %s; still writing "
+			              "to the file opened before", changed ?
+			              "opening" : "reopening", log_names[i],
 			              L.path[i], msgs[i]);
 			continue;
 		}
@@ -234,18 +297,6 @@ int fsd_log_open(const struct conf *c)
 		}
 		L.access_on = true;
 	}
-	/* Privileges are about to go: rotation then needs root's help to
-	 * create the new files in a directory the service user may not
-	 * write. The helper is forked before any thread exists. */
-	if (geteuid() == 0 && c->user && L.trust.uid != 0 &&
-	    (L.path[LOG_ACCESS] || L.path[LOG_ERROR])) {
-		const char *paths[2] = { L.path[LOG_ACCESS], L.path[LOG_ERROR] };
-		r = lo_helper_start(paths, &L.trust);
-		if (r < 0) {
-			fprintf(stderr, "fileserverd: log helper: %s\n", strerror(-r));
-			return r;
-		}
-	}
 	/* The writer must never take a signal meant for main()'s sigwait:
 	 * a SIGUSR1 delivered to it would end the process. */
 	sigset_t all, old;
@@ -272,7 +323,7 @@ void fsd_log_close(void)
 	pthread_mutex_unlock(&L.mu);
 	pthread_join(L.thread, NULL);
 	L.running = false;
-	lo_helper_stop();
+	fsd_priv_stop();
 	if (L.dropped) {
 		char msg[96];
 		int n = snprintf(msg, sizeof msg,
@@ -285,6 +336,8 @@ void fsd_log_close(void)
 			close(L.fd[i]);
 		free(L.path[i]);
 		L.path[i] = NULL;
+		free(L.want[i]);
+		L.want[i] = NULL;
 	}
 	L.fd[LOG_ACCESS] = -1;
 	L.fd[LOG_ERROR] = 2;
@@ -297,6 +350,31 @@ void fsd_log_reopen(void)
 	L.reopen = true;
 	pthread_cond_signal(&L.cv);
 	pthread_mutex_unlock(&L.mu);
+}
+
+int fsd_log_reconfigure(const struct conf *c)
+{
+	char *want[2] = { NULL, NULL };
+
+	if ((c->access_log && !(want[LOG_ACCESS] = strdup(c->access_log))) ||
+	    (c->error_log && !(want[LOG_ERROR] = strdup(c->error_log)))) {
+		free(want[LOG_ACCESS]);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&L.mu);
+	L.level = c->log_level;
+	for (int i = 0; i < 2; i++) {
+		free(L.want[i]);
+		L.want[i] = want[i];
+	}
+	L.want_set = true;
+	L.reopen = true;
+	/* Lines formatted before the writer opened the new access log
+	 * still go out: to the old file, or nowhere if there was none. */
+	L.access_on = c->access_log != NULL;
+	pthread_cond_signal(&L.cv);
+	pthread_mutex_unlock(&L.mu);
+	return 0;
 }
 
 int fsd_access_log_enabled(void)

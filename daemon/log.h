@@ -22,9 +22,9 @@
 
 struct fsd_req;
 
-/** Opens the logs named in @c and starts the writer thread (and, if the
- *  daemon is to switch user, the root helper that reopens them): call
- *  as root, before dropping privileges and before any other thread.
+/** Opens the logs named in @c and starts the writer thread: call as
+ *  root, after fsd_priv_start() (priv.h), before dropping privileges
+ *  and before any other thread.
  *  Before this (and after fsd_log_close) fsd_log() writes straight to
  *  stderr. Returns 0 or -errno (with a message on stderr). Main thread. */
 int fsd_log_open(const struct conf *c);
@@ -32,9 +32,14 @@ int fsd_log_open(const struct conf *c);
 /** Flushes everything queued, stops the writer and closes the files. */
 void fsd_log_close(void);
 
-/** Asks the writer to reopen both files (SIGUSR1 or SIGHUP, for log
- *  rotation); a failure is reported and the old file kept. Any thread. */
+/** Asks the writer to reopen both files (SIGUSR1, for log rotation); a
+ *  failure is reported and the old file kept. Any thread. */
 void fsd_log_reopen(void);
+
+/** A reload: log_level now, and the writer moves to the logs @c names
+ *  (files opened again even when unchanged; one that cannot be opened
+ *  is reported and the old one kept). 0 or -ENOMEM. Main thread. */
+int fsd_log_reconfigure(const struct conf *c);
 
 /** Error log line at syslog @level (LOG_ERR ... LOG_DEBUG), filtered by
  *  log_level. Any thread; never blocks on I/O once the writer runs. */

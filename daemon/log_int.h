@@ -12,12 +12,11 @@
  * in a directory only root may write), owned by root or the service user,
  * with a single link. Files are created 0640.
  *
- * Reopening (log rotation) happens after privileges are dropped, so when
- * the daemon switches user it keeps a small helper process running as
- * root whose only job is to open the configured log paths, with the same
- * checks, and pass the descriptors back over a socket (SCM_RIGHTS). It
- * receives no path: a compromised worker can only ask for the logs to
- * be reopened.
+ * Reopening (log rotation, a reload) happens after privileges are
+ * dropped, so when the daemon switches user the root helper of priv.h
+ * opens the log paths the configuration file names, with the same
+ * checks, and passes the descriptors back. It receives no log path: a
+ * compromised worker can only ask for the logs to be reopened.
  */
 #ifndef FSD_LOG_INT_H
 #define FSD_LOG_INT_H
@@ -42,20 +41,5 @@ int lo_trust_for(struct lo_trust *t, const char *user, const char *group,
 /** Opens @path for appending under the rules above. Returns the
  *  descriptor or -errno; @msg then says why (without the path). */
 int lo_open(const char *path, const struct lo_trust *t, char msg[LO_MSG]);
-
-/** Starts the root helper that reopens @paths[0..1] (NULL: none).
- *  Call as root, before any thread exists. Returns 0 or -errno. */
-int lo_helper_start(const char *const paths[2], const struct lo_trust *t);
-
-/** Whether a helper runs (else reopen directly with lo_open). */
-bool lo_helper_running(void);
-
-/** Asks the helper to open the logs again: fds[i] is the new descriptor
- *  or -errno, with msgs[i] saying why. Returns 0, or -errno when the
- *  helper itself cannot be reached (every fds[i] is then that error). */
-int lo_helper_reopen(int fds[2], char msgs[2][LO_MSG]);
-
-/** Stops the helper and reaps it. */
-void lo_helper_stop(void);
 
 #endif

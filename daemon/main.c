@@ -3,6 +3,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/mime.h"
+#include "daemon/priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,18 +14,24 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <fibril/lookup.h>
 
-static struct fsd_server srv0 = { .rootfd = -1 };
+/* The server taking new connections, and those still draining after a
+ * reload (freed once their workers are joined). */
+static struct fsd_server *cur;
+static struct fsd_server **draining;
+static size_t ndraining;
 
 static void usage(FILE *f)
 {
@@ -38,45 +45,6 @@ static void usage(FILE *f)
 	        "  -t, --test           check the configuration and exit\n"
 	        "  -V, --version        print the version and exit\n"
 	        "  -h, --help           print this help and exit\n");
-}
-
-static void conf_err(void *arg, const char *msg)
-{
-	(void)arg;
-	fprintf(stderr, "%s\n", msg);
-}
-
-/*
- * One listening socket per address, shared by every worker (each
- * accepts from it, conn.c), and no SO_REUSEPORT: with it, a second
- * server run by the same user (another fileserverd, anything setting
- * the option) would bind the same port without an error and silently
- * take a share of the connections. Without it the kernel refuses the
- * port to anyone while we hold it, and refuses it to us while anyone
- * else does: EADDRINUSE at start-up, as with nginx.
- */
-static int bind_one(const struct conf_listen *l)
-{
-	int one = 1, fd;
-
-	fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* Only lets us rebind over connections in TIME_WAIT after a
-	 * restart; a listening socket still holds the port. */
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (l->addr.ss_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-	/* Accept once the first bytes are in, so that reqhdr.c can tell a
-	 * non-HTTP client at once (and idle connects cost no fd). */
-	setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &(int){ 10 }, sizeof(int));
-	if (bind(fd, (const struct sockaddr *)&l->addr, l->addrlen) < 0 ||
-	    listen(fd, 1024) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	return fd;
 }
 
 static in_port_t bound_port(int fd)
@@ -195,16 +163,9 @@ static void fit_fd_limit(struct conf *c)
 	        c->max_connections_per_ip, n);
 }
 
-/* The command line: overrides the configuration file. */
-struct args {
-	const char *config, *root;
-	char **listen;
-	int nlisten, workers;
-	bool test;
-};
 
 /* Returns -1 to go on, else the exit status (-V, -h, a bad option). */
-static int parse_args(int argc, char **argv, struct args *a)
+static int parse_args(int argc, char **argv, struct fsd_args *a)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -252,159 +213,152 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return -1;
 }
 
-/* The configuration file, the command line over it, the root and the
- * MIME types. Returns the number of errors (reported), or -1 when
- * nothing more can be said. */
-static int configure(struct conf *c, const struct args *a)
+/* user and group hold for the process, which has already switched. */
+static void warn_user_change(const struct conf *was, const struct conf *now)
 {
-	const char *config = a->config;
-	int errors = 0;
+	const char *u0 = was->user ? was->user : "", *u1 = now->user ? now->user : "";
+	const char *g0 = was->group ? was->group : "", *g1 = now->group ? now->group : "";
 
-	if (conf_init(c) < 0)
-		return -1;
-	if (config) {
-		int r = conf_load(c, config, conf_err, NULL);
-		if (r < 0)
-			return -1;
-		errors += r;
-	}
-	/* The command line overrides the file. */
-	if (a->root && conf_set_str(&c->root, a->root) < 0)
-		return -1;
-	if (a->nlisten) {
-		for (size_t i = 0; i < c->nlisten; i++)
-			free(c->listen[i].text);
-		c->nlisten = 0;
-		for (int i = 0; i < a->nlisten; i++)
-			if (conf_add_listen(c, a->listen[i]) < 0) {
-				fprintf(stderr, "fileserverd: --listen: expected ADDR:PORT, got '%s'\n",
-				        a->listen[i]);
-				errors++;
-			}
-	}
-	if (a->workers)
-		c->workers = (unsigned)a->workers;
-	if (!c->nlisten && conf_add_listen(c, "127.0.0.1:8080") < 0)
-		return -1;
-	errors += conf_validate(c, conf_err, NULL);
-
-	int r = lk_root_open(c->root, NULL, &srv0.lkroot);
-	if (r < 0) {
-		fprintf(stderr, "%s%sroot %s: %s\n", config ? config : "",
-		        config ? ": " : "fileserverd: ", c->root, strerror(-r));
-		errors++;
-	} else
-		srv0.rootfd = lk_root_fd(srv0.lkroot);
-	if (fsd_mime_load(c->mime_types) < 0 && config &&
-	    strcmp(c->mime_types, "/etc/mime.types")) {
-		fprintf(stderr, "%s: mime_types %s: cannot read\n", config, c->mime_types);
-		errors++;
-	}
-	return errors;
+	if (strcmp(u0, u1) || strcmp(g0, g1))
+		fsd_log(LOG_WARNING, "%s: user and group take effect at a restart only: "
+		        "still running as before", now->file ? now->file : "reload");
 }
 
-/* The workers and the listening sockets they share (a port below 1024
- * needs root: before the privileges go). NULL: failed (reported). */
-static struct fsd_worker *bind_all(const struct conf *c)
+/* SIGHUP: the next server, or the old one goes on (with the reasons in
+ * the error log). */
+static void reload(const struct fsd_args *a)
 {
-	unsigned nw = c->workers;
-	struct fsd_worker *w = calloc(nw, sizeof *w);
+	struct fsd_server *s, **d;
+	int errors;
 
-	if (!w)
-		return NULL;
-	for (unsigned i = 0; i < nw; i++) {
-		w[i].id = i;
-		w[i].srv = &srv0;
-		w[i].nmhd = c->nlisten;
-		w[i].listen_fds = calloc(c->nlisten, sizeof(int));
-		if (!w[i].listen_fds)
-			return NULL;
+	fsd_log(LOG_NOTICE, "SIGHUP: reloading %s", a->config ? a->config :
+	        "(no configuration file)");
+	s = fsd_server_new(a, true, &errors);
+	if (!s || errors) {
+		if (errors > 0)
+			fsd_log(LOG_ERR, "reload: the configuration has %d error%s: still "
+			        "serving with the previous one", errors, errors > 1 ? "s" : "");
+		else
+			fsd_log(LOG_ERR, "reload failed: still serving with the previous "
+			        "configuration");
+		fsd_server_free(s);
+		return;
 	}
-	for (size_t l = 0; l < c->nlisten; l++) {
-		int fd = bind_one(&c->listen[l]);
-		if (fd < 0) {
-			fprintf(stderr, "fileserverd: listen %s: %s%s\n", c->listen[l].text,
-			        strerror(-fd), fd == -EADDRINUSE ?
-			        " (another process is listening there)" : "");
-			return NULL;
-		}
-		for (unsigned i = 0; i < nw; i++)
-			w[i].listen_fds[l] = fd;
-		print_url(&c->listen[l], bound_port(fd));
+	warn_user_change(&cur->conf, &s->conf);
+	fit_fd_limit(&s->conf);
+	d = realloc(draining, (ndraining + 1) * sizeof *draining);
+	if (!d || fsd_server_bind(s, cur) < 0 || fsd_server_start(s) < 0) {
+		if (d)
+			draining = d;
+		fsd_log(LOG_ERR, "reload failed: still serving with the previous "
+		        "configuration");
+		fsd_server_free(s);
+		return;
 	}
-	fflush(stdout);
-	return w;
+	draining = d;
+	if (fsd_log_reconfigure(&s->conf) < 0)
+		fsd_log(LOG_ERR, "reload: logs not moved: %s", strerror(ENOMEM));
+	fsd_server_stop(cur, false);
+	draining[ndraining++] = cur;
+	cur = s;
+	fsd = s;
+	fsd_log(LOG_NOTICE, "reloaded: %u worker%s, root %s; the previous workers "
+	        "finish their requests (at most %us)", s->conf.workers,
+	        s->conf.workers > 1 ? "s" : "", s->conf.root,
+	        draining[ndraining - 1]->conf.shutdown_timeout);
 }
 
-/* Starts the workers and waits for a signal: the logs are reopened on
- * SIGUSR1 and SIGHUP, anything else stops. Returns the exit status. */
-static int run(struct fsd_worker *w, unsigned nw)
+/* Frees the servers whose workers are all done; true when none is left
+ * (the current one counted once @all). */
+static bool reap(bool all)
 {
-	/* Signals: blocked in every thread, taken here with sigwait. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGQUIT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	size_t n = 0;
 
-	for (unsigned i = 0; i < nw; i++)
-		if (fsd_worker_start(&w[i]) < 0) {
-			fsd_log(LOG_ERR, "worker %u failed to start", i);
-			for (unsigned j = 0; j < i; j++)
-				fsd_worker_stop(&w[j]);
-			for (unsigned j = 0; j < i; j++)
-				fsd_worker_join(&w[j]);
-			return 1;
-		}
-	fsd_log(LOG_NOTICE, "fileserverd %s started: %u worker%s, root %s",
-	        PACKAGE_VERSION, nw, nw > 1 ? "s" : "", fsd->conf.root);
+	for (size_t i = 0; i < ndraining; i++) {
+		if (fsd_server_reap(draining[i]))
+			fsd_server_free(draining[i]);
+		else
+			draining[n++] = draining[i];
+	}
+	ndraining = n;
+	if (all && cur && fsd_server_reap(cur)) {
+		fsd_server_free(cur);
+		cur = NULL;
+		fsd = NULL;
+	}
+	return !ndraining && (!all || !cur);
+}
+
+static const char *sig_name(int sig)
+{
+	switch (sig) {
+	case SIGTERM: return "SIGTERM";
+	case SIGINT: return "SIGINT";
+	case SIGQUIT: return "SIGQUIT";
+	default: return "signal";
+	}
+}
+
+/*
+ * Waits for signals: SIGHUP reloads, SIGUSR1 reopens the logs, SIGTERM,
+ * SIGINT and SIGQUIT drain and stop (a second SIGTERM or SIGINT cuts the
+ * drain short). Servers left by reloads are reaped in between, a few
+ * times a second, never waited for. Returns the exit status.
+ */
+static int run(const struct fsd_args *a, const sigset_t *set)
+{
+	const struct timespec tick = { 0, 100 * 1000000L };
+	bool stopping = false;
 
 	for (;;) {
-		int sig;
-		if (sigwait(&set, &sig))
+		int sig = sigtimedwait(set, NULL, &tick);
+
+		if (reap(stopping) && stopping)
+			break;
+		if (sig < 0)
 			continue;
-		/* SIGUSR1 is logrotate's convention; SIGHUP does the same. */
-		if (sig == SIGUSR1 || sig == SIGHUP) {
-			fsd_log(LOG_NOTICE, "%s: reopening logs",
-			        sig == SIGUSR1 ? "SIGUSR1" : "SIGHUP");
+		if (sig == SIGUSR1) {
+			fsd_log(LOG_NOTICE, "SIGUSR1: reopening logs");
 			fsd_log_reopen();
-			continue;
+		} else if (sig == SIGHUP) {
+			if (!stopping)
+				reload(a);
+		} else if (!stopping) {
+			stopping = true;
+			fsd_log(LOG_NOTICE, "%s: stopping: no new connections, requests in "
+			        "progress finish (at most %us)", sig_name(sig),
+			        cur->conf.shutdown_timeout);
+			fsd_server_stop(cur, false);
+		} else if (sig != SIGQUIT) {
+			fsd_log(LOG_NOTICE, "%s again: stopping now", sig_name(sig));
+			for (size_t i = 0; i < ndraining; i++)
+				fsd_server_stop(draining[i], true);
+			if (cur)
+				fsd_server_stop(cur, true);
 		}
-		fsd_log(LOG_NOTICE, "signal %d: stopping", sig);
-		break;
 	}
-	for (unsigned i = 0; i < nw; i++)
-		fsd_worker_stop(&w[i]);
-	for (unsigned i = 0; i < nw; i++)
-		fsd_worker_join(&w[i]);
 	fsd_log(LOG_NOTICE, "stopped");
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct args a = { 0 };
-	struct conf *c = &srv0.conf;
+	struct fsd_args a = { 0 };
+	struct conf *c;
 	int errors, st;
 
-	fsd = &srv0;
 	st = parse_args(argc, argv, &a);
 	if (st >= 0)
 		return st;
-	errors = configure(c, &a);
-	free(a.listen);
-	if (errors < 0)
-		return 1;
-	if (errors) {
-		if (a.test)
+	cur = fsd_server_new(&a, false, &errors);
+	if (!cur || errors) {
+		if (errors > 0 && a.test)
 			fprintf(stderr, "fileserverd: configuration has %d error%s\n",
 			        errors, errors > 1 ? "s" : "");
 		return 1;
 	}
+	fsd = cur;
+	c = &cur->conf;
 	if (a.test) {
 		printf("fileserverd: configuration %s is valid\n",
 		       a.config ? a.config : "(defaults)");
@@ -412,9 +366,14 @@ int main(int argc, char **argv)
 	}
 
 	/* Sockets first (a port below 1024 needs root), then the user. */
-	unsigned nw = c->workers;
-	struct fsd_worker *w = bind_all(c);
-	if (!w)
+	if (fsd_server_bind(cur, NULL) < 0)
+		return 1;
+	for (size_t l = 0; l < c->nlisten; l++)
+		print_url(&c->listen[l], bound_port(cur->listen_fds[l]));
+	fflush(stdout);
+	/* What needs root later (a reload's new low port or log, key
+	 * files) goes through a helper forked before any thread. */
+	if (fsd_priv_start(a.config, a.listen, (size_t)a.nlisten, c) < 0)
 		return 1;
 	/* Logs are opened while still privileged (like the sockets), so
 	 * they may live in a root-owned directory. */
@@ -426,16 +385,26 @@ int main(int argc, char **argv)
 	}
 	fit_fd_limit(c);
 
-	st = run(w, nw);
+	/* Signals: blocked in every thread, taken by run() with sigtimedwait. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (fsd_server_start(cur) < 0) {
+		fsd_log_close();
+		return 1;
+	}
+	fsd_log(LOG_NOTICE, "fileserverd %s started: %u worker%s, root %s",
+	        PACKAGE_VERSION, c->workers, c->workers > 1 ? "s" : "", c->root);
+	st = run(&a, &set);
 	fsd_log_close();
-	if (st)
-		return st;
-	for (size_t l = 0; l < c->nlisten; l++)
-		close(w[0].listen_fds[l]);
-	for (unsigned i = 0; i < nw; i++)
-		free(w[i].listen_fds);
-	free(w);
-	lk_root_close(srv0.lkroot);
-	conf_free(c);
-	return 0;
+	free(draining);
+	free(a.listen);
+	return st;
 }

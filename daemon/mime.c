@@ -10,18 +10,16 @@
 
 #include "proto/mime.h"
 
-static struct proto_mime *mime;
-
-int fsd_mime_load(const char *path)
+int fsd_mime_load(struct fsd_server *s, const char *path)
 {
-	int r = proto_mime_new(&mime, fsd->conf.default_type);
+	int r = proto_mime_new(&s->mime, s->conf.default_type);
 	FILE *f;
 	char *text = NULL;
 	size_t cap = 0, len = 0, n;
 
 	if (r < 0)
 		return r;
-	/* Start-up only (main thread, before the workers): a plain read. */
+	/* Main thread, before the server's workers run: a plain read. */
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -39,14 +37,21 @@ int fsd_mime_load(const char *path)
 	}
 	fclose(f);
 	if (text)
-		proto_mime_load(mime, text, len);
+		proto_mime_load(s->mime, text, len);
 	free(text);
 	return 0;
 }
 
+void fsd_mime_free(struct fsd_server *s)
+{
+	if (s->mime)
+		proto_mime_free(s->mime);
+	s->mime = NULL;
+}
+
 const char *fsd_mime_type(const char *name)
 {
-	return proto_mime_lookup(mime, name, strlen(name));
+	return proto_mime_lookup(fsd->mime, name, strlen(name));
 }
 
 /* Precompressed sidecars (FILE.br, FILE.zst, FILE.gz): the first one the

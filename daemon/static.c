@@ -50,29 +50,6 @@
  * that refuses every symlink, and only its -ELOOP leads to the real one.
  */
 
-static lk_root_t *nolinks;
-static pthread_once_t nolinks_once = PTHREAD_ONCE_INIT;
-
-static void nolinks_close(void)
-{
-	if (nolinks)
-		lk_root_close(nolinks);
-	nolinks = NULL;
-}
-
-static void nolinks_open(void)
-{
-	struct lk_root_opts o = { .symlinks = LK_SYMLINKS_NEVER };
-	int fd = fcntl(fsd->rootfd, F_DUPFD_CLOEXEC, 3);
-
-	if (fd >= 0 && lk_root_from_fd(fd, &o, &nolinks) < 0) {
-		close(fd);
-		nolinks = NULL;
-	}
-	if (nolinks)
-		atexit(nolinks_close);  /* after the workers, like the main root */
-}
-
 /* The path of @fd beneath the root, in URL form ("/a/b", "/" for the
  * root), from /proc. 0, or -EACCES (logged) when it cannot be told. */
 static int resolved_path(int fd, char *out, size_t outsz)
@@ -118,9 +95,8 @@ static int open_served(struct fsd_req *rq, const char *rel, bool dir_ok,
 	bool linked = false;
 	int r = -ELOOP;
 
-	pthread_once(&nolinks_once, nolinks_open);
-	if (nolinks) {
-		root = nolinks;
+	if (fsd->lknolinks) {
+		root = fsd->lknolinks;
 		r = lk_open(root, rel, O_PATH, rq->group, &p);
 	}
 	if (r == -ELOOP) {

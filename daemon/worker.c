@@ -20,8 +20,9 @@
 #include <fibril/async_event.h>
 #include <fibril/fibril.h>
 
-/* Grace period for in-flight responses after a stop request. */
-#define FSD_STOP_GRACE_MS 1000
+/* Once the connections are closed: time for abandoned fibrils to see
+ * their cancelled calls complete. */
+#define FSD_FIBRIL_GRACE_MS 1000
 
 /* MHD must see the raw request-target: proto/ decodes it, and only the
  * raw form tells an encoded "/" or NUL from a literal one. */
@@ -155,6 +156,28 @@ static void on_mhd(evutil_socket_t fd, short what, void *arg)
 	schedule(w);
 }
 
+/* Draining: true once no connection is left, or when shutdown_timeout
+ * has passed (the teardown then cuts what is left). */
+static bool drained(struct fsd_worker *w)
+{
+	unsigned conns = 0;
+
+	fsd_conn_drain(w);
+	for (size_t i = 0; i < w->nmhd; i++) {
+		const union MHD_DaemonInfo *di = w->mhd[i] ?
+			MHD_get_daemon_info(w->mhd[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+		if (di)
+			conns += di->num_connections;
+	}
+	if (conns && fibril_now_ns() < w->stop_deadline_ns)
+		return false;
+	if (conns)
+		fsd_log(LOG_WARNING, "worker %u: %u connection%s cut: still busy after "
+		        "shutdown_timeout (%us)", w->id, conns, conns > 1 ? "s" : "",
+		        atomic_load(&w->stop_now) ? 0 : fsd->conf.shutdown_timeout);
+	return true;
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct fsd_worker *w = arg;
@@ -167,18 +190,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	expire(w);
 	fsd_conn_sweep(w);
 	run_mhd(w);
-	if (w->stopping) {
-		unsigned conns = 0;
-		for (size_t i = 0; i < w->nmhd; i++) {
-			const union MHD_DaemonInfo *di = w->mhd[i] ?
-				MHD_get_daemon_info(w->mhd[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
-			if (di)
-				conns += di->num_connections;
-		}
-		if (!conns || fibril_now_ns() >= w->stop_deadline_ns) {
-			event_base_loopbreak(w->base);
-			return;
-		}
+	if (w->stopping && drained(w)) {
+		event_base_loopbreak(w->base);
+		return;
 	}
 	schedule(w);
 }
@@ -190,16 +204,21 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (read(fd, &v, sizeof v) < 0 && errno != EAGAIN)
 		return;
-	if (w->stopping)
-		return;
-	w->stopping = true;
-	w->stop_deadline_ns = fibril_now_ns() + FSD_STOP_GRACE_MS * 1000000ull;
-	/* Stop accepting; the listening sockets are shared by the workers
-	 * and closed by main() once all of them are done. */
-	fsd_conn_stop_accepting(w);
-	while (w->susp_head)
-		fsd_req_abandon(w->susp_head, 503);
-	fsd_listing_stop(w);
+	if (atomic_load(&w->stop_now))
+		w->stop_deadline_ns = fibril_now_ns();
+	if (!w->stopping) {
+		w->stopping = true;
+		if (!atomic_load(&w->stop_now))
+			w->stop_deadline_ns = fibril_now_ns() +
+				fsd->conf.shutdown_timeout * 1000000000ull;
+		/* The listening sockets are shared by the workers (and with
+		 * those of a new configuration): main() closes them once
+		 * every worker of this server has let go. */
+		fsd_conn_stop_accepting(w);
+		atomic_store(&w->accept_stopped, true);
+	}
+	/* Requests in progress, suspended ones and listings included, go
+	 * on; the teardown cuts what is left at the deadline. */
 	run_mhd(w);
 	schedule(w);
 }
@@ -317,7 +336,7 @@ static void worker_teardown(struct fsd_worker *w)
 			w->mhd[i] = NULL;
 		}
 	/* Abandoned fibrils finish once their cancelled calls complete. */
-	uint64_t until = fibril_now_ns() + FSD_STOP_GRACE_MS * 1000000ull;
+	uint64_t until = fibril_now_ns() + FSD_FIBRIL_GRACE_MS * 1000000ull;
 	while (fibril_sched_count() && fibril_now_ns() < until) {
 		if (w->engine)
 			async_engine_process(w->engine, 0);
@@ -355,13 +374,14 @@ static void *worker_main(void *arg)
 
 	fsd = w->srv;
 	if (worker_setup(w) == 0) {
+		atomic_store(&w->started, 1);
 		schedule(w);
 		event_base_dispatch(w->base);
-	} else {
-		/* main() is waiting on signals: ask it to stop everything. */
-		kill(getpid(), SIGTERM);
-	}
+	} else
+		atomic_store(&w->started, -1);  /* main() gives up this server */
 	worker_teardown(w);
+	atomic_store(&w->accept_stopped, true);
+	atomic_store(&w->exited, true);
 	return NULL;
 }
 
@@ -376,10 +396,12 @@ int fsd_worker_start(struct fsd_worker *w)
 	return -r;
 }
 
-void fsd_worker_stop(struct fsd_worker *w)
+void fsd_worker_stop(struct fsd_worker *w, bool now)
 {
 	uint64_t one = 1;
 
+	if (now)
+		atomic_store(&w->stop_now, true);
 	if (write(w->stop_efd, &one, sizeof one) < 0)
 		fsd_log(LOG_ERR, "worker %u: stop: %s", w->id, strerror(errno));
 }

@@ -59,14 +59,14 @@ CONF
 	for i in 1 2 3 4 5 6 7 8; do curl -s -o /dev/null "$URL/hello.txt"; done
 	curl -s -o /dev/null -A 'agent "quoted"' -e 'http://ref/' "$URL/hello.txt?q=1"
 
-	# SIGHUP reopens the logs
+	# SIGUSR1 reopens the logs
 	mv "$T/access.log" "$T/access.log.1"
-	kill -HUP "$DPID"
+	kill -USR1 "$DPID"
 	sleep 0.3
 	curl -s -o /dev/null "$URL/after-hup"
 	stop_daemon
 	# Lines are buffered per worker (flushed at least once a second), so
-	# one logged before the SIGHUP may land in either file.
+	# one logged before the SIGUSR1 may land in either file.
 	local all
 	all=$(cat "$T/access.log.1" "$T/access.log" 2>/dev/null)
 	check_match "access log: CLF line" \
@@ -76,11 +76,11 @@ CONF
 	check_match "access log: referer, escaped agent, query" \
 		'"GET /hello.txt\?q=1 HTTP/1.1" 200 6 "http://ref/" "agent \\"quoted\\""' "$all"
 	check_match "access log: 403 without a size" '"GET /private/ HTTP/1.1" 403 - ' "$all"
-	check_match "access log: request after SIGHUP in the new file" \
+	check_match "access log: request after SIGUSR1 in the new file" \
 		'"GET /after-hup HTTP/1.1" 404 ' "$(cat "$T/access.log" 2>/dev/null)"
 	check_match "error log: backend logged" "async: backend" "$(cat "$T/error.log")"
 	check "error log: backend logged once" 1 "$(grep -c 'async: backend' "$T/error.log")"
-	check_match "error log: SIGHUP noted" "reopening logs" "$(cat "$T/error.log")"
+	check_match "error log: SIGUSR1 noted" "reopening logs" "$(cat "$T/error.log")"
 	rm -f "$T/access.log" "$T/access.log.1" "$T/error.log"
 
 	# command line overrides the file
