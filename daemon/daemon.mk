@@ -37,9 +37,11 @@ EXTRA_DIST += contrib/systemd/fileserverd.service contrib/logrotate/fileserverd
 DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/ranges.sh t/daemon/bigfile.sh t/daemon/names.sh t/daemon/mirror.sh t/daemon/slow.sh t/daemon/errors.sh t/daemon/logs-escape.sh t/daemon/logs-open.sh t/daemon/logs-rotate.sh t/daemon/hardening.sh
 DAEMON_IT += t/daemon/serve-policy.sh t/daemon/serve-body.sh
 DAEMON_IT += t/daemon/negotiate.sh
+DAEMON_IT += t/daemon/reload.sh t/daemon/reload-load.sh t/daemon/reload-priv.sh t/daemon/drain.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh
+EXTRA_DIST += t/daemon/reload_lib.sh
 
 # --- listing (LISTING) ---
 fileserverd_SOURCES += \

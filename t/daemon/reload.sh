@@ -1,0 +1,71 @@
+# Reload on SIGHUP: a download started before it completes byte for
+# byte while new requests see the new configuration (another root, its
+# listing setting); a file with an error is reported with file:line and
+# the old configuration goes on serving; a changed listen address
+# answers at once and the dropped one refuses connections.
+. "$top_srcdir/t/daemon/lib.sh"
+. "$top_srcdir/t/daemon/reload_lib.sh"
+need sha256sum
+
+A=$T/a
+B=$T/b
+mkdir -p "$A/dir" "$B/dir"
+echo A > "$A/who.txt"
+echo B > "$B/who.txt"
+echo f > "$A/dir/f"
+echo f > "$B/dir/f"
+if quick; then size=16M; else size=48M; fi
+head -c "$size" /dev/urandom > "$A/big"
+want=$(sha256sum < "$A/big")
+
+# conf ROOT PORT [extra line]: the configuration file
+conf() {
+	printf '[server]\nroot = %s\nlisten = 127.0.0.1:%s\n%s\n' "$1" "$2" "${3:-}" > "$T/c.conf"
+}
+
+checks() {
+	local p1 p2 rc i
+	p1=$(free_port)
+	conf "$A" "$p1"
+	start_conf "$T/c.conf" "$p1"
+	check "before: root a" A "$(curl -s "$URL/who.txt")"
+	check "before: listing on" 200 "$(code /dir/)"
+
+	curl -s --limit-rate 12M -o "$T/dl" "$URL/big" &
+	local dl=$!
+	sleep 0.5
+	printf '[server]\nroot = %s\nlisten = 127.0.0.1:%s\n[listing]\nenabled = off\n' \
+		"$B" "$p1" > "$T/c.conf"
+	reload && ok "reload logged" || not_ok "reload not logged: $(tail -3 "$T/daemon.err")"
+	check "after: new root" B "$(curl -s "$URL/who.txt")"
+	check "after: listing off" 403 "$(code /dir/)"
+	wait "$dl"
+	check "download across the reload: curl exits 0" 0 "$?"
+	check "download across the reload: byte for byte" "$want" "$(sha256sum < "$T/dl")"
+
+	# an error: reported with file and line, the old configuration serves
+	printf '[server]\nroot = %s\nlisten = 127.0.0.1:%s\n\nworkers = many\n' "$A" "$p1" > "$T/c.conf"
+	reload
+	check_match "broken file: file:line in the error log" \
+		"\[error\] $T/c.conf:5: workers: expected a number" "$(cat "$T/daemon.err")"
+	check_match "broken file: says the old one serves" \
+		"\[error\] reload: .*still serving with the previous one" "$(cat "$T/daemon.err")"
+	check "broken file: old root still served" B "$(curl -s "$URL/who.txt")"
+	check "broken file: daemon runs" yes "$(kill -0 "$DPID" 2>/dev/null && echo yes)"
+
+	# another listen address: it answers, the dropped one refuses
+	p2=$(free_port)
+	conf "$A" "$p2"
+	reload
+	check "new address answers" A "$(curl -s --max-time 5 "http://127.0.0.1:$p2/who.txt")"
+	for i in $(seq 1 50); do
+		curl -s -o /dev/null --max-time 1 "$URL/who.txt"
+		rc=$?
+		[ "$rc" = 7 ] && break
+		sleep 0.1
+	done
+	check "dropped address refuses connections" 7 "$rc"
+	URL=http://127.0.0.1:$p2
+	check_match "new address logged" "listening on 127.0.0.1:$p2" "$(cat "$T/daemon.err")"
+}
+run_backends checks
