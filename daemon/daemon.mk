@@ -42,6 +42,14 @@ TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh
 EXTRA_DIST += t/daemon/reload_lib.sh
+# The root helper, linked in alone.
+DAEMON_UNIT = t/daemon/test_priv
+check_PROGRAMS += $(DAEMON_UNIT)
+TESTS += $(DAEMON_UNIT)
+UNIT_TESTS += $(DAEMON_UNIT)
+t_daemon_test_priv_SOURCES = t/daemon/test_priv.c daemon/priv.c daemon/log_open.c
+t_daemon_test_priv_CFLAGS = $(UNIT_CFLAGS) $(INIH_CFLAGS)
+t_daemon_test_priv_LDADD = conf/libconf.la $(INIH_LIBS) $(UNIT_LDADD)
 
 # --- listing (LISTING) ---
 fileserverd_SOURCES += \

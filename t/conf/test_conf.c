@@ -277,6 +277,26 @@ START_TEST(limits_out_of_range)
 }
 END_TEST
 
+START_TEST(shutdown_timeout)
+{
+	struct conf c;
+
+	ck_assert_int_eq(conf_init(&c), 0);
+	ck_assert_uint_eq(c.shutdown_timeout, 30);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nshutdown_timeout = 0\n"), 0);
+	ck_assert_uint_eq(c.shutdown_timeout, 0);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nshutdown_timeout = 2\n"
+	                          "shutdown_timeout = soon\n"
+	                          "shutdown_timeout = 86401\n"), 2);
+	expect_msg(0, 3, "shutdown_timeout: expected a number from 0 to 86400");
+	expect_msg(1, 4, "shutdown_timeout");
+	ck_assert_uint_eq(c.shutdown_timeout, 2);
+	conf_free(&c);
+}
+END_TEST
+
 START_TEST(listen_forms)
 {
 	struct sockaddr_storage ss;
@@ -355,6 +375,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, sample_is_valid);
 	tcase_add_test(tc, dotfiles_and_targets);
 	tcase_add_test(tc, syntax_errors);
+	tcase_add_test(tc, shutdown_timeout);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,6 +1,6 @@
 # Log rotation with the daemon running as nobody and its logs in a
 # root-owned directory nobody may not write: after the files are moved
-# away, SIGUSR1 (and SIGHUP) make new files that receive the new lines;
+# away, SIGUSR1 (and a reload, SIGHUP) make new files that receive the new lines;
 # a reopen that fails (the new name is a symbolic link, the directory
 # became writable by all) is reported on the old error log and standard
 # error, and logging goes on in the old files. The shipped logrotate
