@@ -393,6 +393,10 @@ int fsd_worker_start(struct fsd_worker *w)
 	if (w->stop_efd < 0)
 		return -errno;
 	r = pthread_create(&w->thread, NULL, worker_main, w);
+	if (r) {
+		close(w->stop_efd);
+		w->stop_efd = -1;
+	}
 	return -r;
 }
 

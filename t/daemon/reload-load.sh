@@ -24,6 +24,7 @@ checks() {
 	p=$(free_port)
 	conf "$A" "$p"
 	start_conf "$T/c.conf" "$p"
+	sleep 0.5
 	fd0=$(nfds)
 	rm -f "$T/stop" "$T/failed"
 	# new connections, one after another
@@ -55,7 +56,8 @@ checks() {
 		[ "$fd1" -le "$fd0" ] && break
 		sleep 0.1
 	done
-	check "no descriptor leaked" "$fd0" "$fd1"
+	# (at the first count a probe's connection may still be open)
+	check "no descriptor leaked ($fd0 before, $fd1 after)" yes "$([ "$fd1" -le "$fd0" ] && echo yes)"
 	check "access log written" yes "$(grep -q 'GET /who.txt' "$T/access.log" && echo yes)"
 }
 run_backends checks
