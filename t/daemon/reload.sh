@@ -2,7 +2,9 @@
 # byte while new requests see the new configuration (another root, its
 # listing setting); a file with an error is reported with file:line and
 # the old configuration goes on serving; a changed listen address
-# answers at once and the dropped one refuses connections.
+# answers at once and the dropped one refuses connections. A request
+# half sent before the reload is answered with Connection: close, and
+# an idle keep-alive connection is closed.
 . "$top_srcdir/t/daemon/lib.sh"
 . "$top_srcdir/t/daemon/reload_lib.sh"
 need sha256sum
@@ -42,6 +44,47 @@ checks() {
 	wait "$dl"
 	check "download across the reload: curl exits 0" 0 "$?"
 	check "download across the reload: byte for byte" "$want" "$(sha256sum < "$T/dl")"
+
+	# connections of the old workers: the request one is on gets its
+	# answer, its last; an idle one is closed
+	python3 - "$p1" "$DPID" > "$T/conns" <<'PY'
+import os, signal, socket, sys, time
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+half = socket.create_connection(("127.0.0.1", port))
+half.sendall(b"GET /who.txt HTTP/1.1\r\nHost: x\r\n")
+idle = socket.create_connection(("127.0.0.1", port))
+idle.sendall(b"GET /who.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+idle.settimeout(5)
+first = idle.recv(65536)
+time.sleep(0.3)
+os.kill(pid, signal.SIGHUP)
+time.sleep(1)
+half.sendall(b"\r\n")
+half.settimeout(5)
+out = b""
+try:
+    while True:
+        b = half.recv(65536)
+        if not b:
+            out += b"<closed>"
+            break
+        out += b
+except socket.timeout:
+    pass
+print(out.decode("latin-1").replace("\r", ""))
+try:
+    print("idle:", b"200 OK" in first, idle.recv(100) == b"")
+except socket.timeout:
+    print("idle: still open")
+PY
+	local conns
+	conns=$(cat "$T/conns")
+	check_match "half-sent request answered by the old workers" "^HTTP/1.1 200" "$conns"
+	check_match "... with Connection: close" "Connection: close" "$conns"
+	check_match "... its body" "^B$" "$conns"
+	check_match "... and closed" "<closed>" "$conns"
+	check "idle keep-alive connection closed" "idle: True True" "$(tail -n1 "$T/conns")"
+	RELOADS=$((RELOADS + 1))
 
 	# an error: reported with file and line, the old configuration serves
 	printf '[server]\nroot = %s\nlisten = 127.0.0.1:%s\n\nworkers = many\n' "$A" "$p1" > "$T/c.conf"
