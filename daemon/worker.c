@@ -171,10 +171,13 @@ static bool drained(struct fsd_worker *w)
 	}
 	if (conns && fibril_now_ns() < w->stop_deadline_ns)
 		return false;
-	if (conns)
+	if (conns && atomic_load(&w->stop_now))
+		fsd_log(LOG_NOTICE, "worker %u: %u connection%s cut: stopping now",
+		        w->id, conns, conns > 1 ? "s" : "");
+	else if (conns)
 		fsd_log(LOG_WARNING, "worker %u: %u connection%s cut: still busy after "
 		        "shutdown_timeout (%us)", w->id, conns, conns > 1 ? "s" : "",
-		        atomic_load(&w->stop_now) ? 0 : fsd->conf.shutdown_timeout);
+		        fsd->conf.shutdown_timeout);
 	return true;
 }
 
