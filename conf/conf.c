@@ -130,6 +130,8 @@ void conf_free(struct conf *c)
 	free(c->index);
 	free(c->mime_types);
 	free(c->default_type);
+	free(c->ssl_certificate);
+	free(c->ssl_certificate_key);
 	memset(c, 0, sizeof *c);
 }
 
@@ -203,9 +205,24 @@ int conf_add_listen(struct conf *c, const char *text)
 	struct conf_listen *l;
 	struct sockaddr_storage ss;
 	socklen_t len;
+	char addr[INET6_ADDRSTRLEN + 16];
+	size_t n = strcspn(text, " \t");
+	bool ssl = false;
 
-	if (conf_parse_listen(text, &ss, &len) < 0)
+	if (n >= sizeof addr)
 		return -EINVAL;
+	memcpy(addr, text, n);
+	addr[n] = 0;
+	if (conf_parse_listen(addr, &ss, &len) < 0)
+		return -EINVAL;
+	/* flags after the address, nginx's way: "0.0.0.0:443 ssl" */
+	for (const char *p = text + n; *(p += strspn(p, " \t")); p += n) {
+		n = strcspn(p, " \t");
+		if (n == 3 && !strncmp(p, "ssl", 3))
+			ssl = true;
+		else
+			return -ENOENT;
+	}
 	l = realloc(c->listen, (c->nlisten + 1) * sizeof *l);
 	if (!l)
 		return -ENOMEM;
@@ -216,6 +233,7 @@ int conf_add_listen(struct conf *c, const char *text)
 		return -ENOMEM;
 	l->addr = ss;
 	l->addrlen = len;
+	l->ssl = ssl;
 	c->nlisten++;
 	return 0;
 }
@@ -390,8 +408,12 @@ static int server_key(struct load *ld, const char *name, const char *v)
 		int r = conf_add_listen(c, v);
 		if (r == -ENOMEM)
 			OOM();
+		if (r == -ENOENT)
+			BAD("listen: unknown flag in '%s' (known: ssl)", v);
 		if (r < 0)
 			BAD("listen: expected ADDR:PORT, [IPV6]:PORT or PORT, got '%s'", v);
+		if (c->listen[c->nlisten - 1].ssl && !c->ssl_line)
+			c->ssl_line = ld->line;
 		return 1;
 	}
 	STR("root", root)
@@ -400,6 +422,8 @@ static int server_key(struct load *ld, const char *name, const char *v)
 	STR("error_log", error_log)
 	STR("mime_types", mime_types)
 	STR("default_type", default_type)
+	STR("ssl_certificate", ssl_certificate)
+	STR("ssl_certificate_key", ssl_certificate_key)
 	if (!strcmp(name, "access_log")) {
 		if (!*v)
 			BAD("access_log: empty value (use off)");
@@ -648,6 +672,17 @@ int conf_validate(struct conf *c, conf_err_fn *err, void *arg)
 		report(&ld, 0, "root: not set");
 	if (c->group && !c->user)
 		report(&ld, 0, "group is set but user is not");
+	for (size_t i = 0; i < c->nlisten; i++)
+		if (c->listen[i].ssl) {
+			if (!c->ssl_certificate && !c->ssl_certificate_key)
+				report(&ld, c->ssl_line, "listen %s: ssl needs ssl_certificate "
+				       "and ssl_certificate_key in [server]", c->listen[i].text);
+			break;
+		}
+	if (!c->ssl_certificate != !c->ssl_certificate_key)
+		report(&ld, 0, "%s is set but %s is not",
+		       c->ssl_certificate ? "ssl_certificate" : "ssl_certificate_key",
+		       c->ssl_certificate ? "ssl_certificate_key" : "ssl_certificate");
 	if (c->ndirs)
 		qsort(c->dirs, c->ndirs, sizeof *c->dirs, dir_cmp);
 	return ld.errors;

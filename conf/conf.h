@@ -28,6 +28,7 @@ struct conf_listen {
 	char *text;                   /**< as written, e.g. "127.0.0.1:8080" */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
+	bool ssl;                     /**< "ssl" flag: TLS (ssl_certificate, ssl_certificate_key) */
 };
 
 /** Listing settings; [listing] gives the defaults, [dir "/x"] overrides. */
@@ -83,6 +84,9 @@ struct conf {
 	unsigned fcache_entries;      /**< small-file cache entries per worker, 0: off (default 2048) */
 	size_t fcache_bytes;          /**< small-file cache body bytes per worker (default 32 MiB) */
 	unsigned fcache_watches;      /**< small-file cache inotify watches per worker, 0: derived (default) */
+	char *ssl_certificate;        /**< PEM certificate chain for ssl listeners, or NULL */
+	char *ssl_certificate_key;    /**< PEM private key for ssl listeners, or NULL */
+	int ssl_line;                 /**< line of the first ssl listener (0: command line) */
 	struct conf_listing listing;
 	struct conf_dir *dirs;        /**< ndirs [dir] sections, longest path first after validate */
 	size_t ndirs;
@@ -102,11 +106,14 @@ int conf_init(struct conf *c);
  *  cannot be opened (also reported through @err). */
 int conf_load(struct conf *c, const char *path, conf_err_fn *err, void *arg);
 
-/** Adds a listen address ("ADDR:PORT", "[V6]:PORT", ":PORT" or "PORT").
- *  Returns 0, -EINVAL for a malformed value, -ENOMEM. */
+/** Adds a listen address ("ADDR:PORT", "[V6]:PORT", ":PORT" or "PORT"),
+ *  optionally followed by flags separated by blanks ("ssl").
+ *  Returns 0, -EINVAL for a malformed address, -ENOENT for an unknown
+ *  flag, -ENOMEM. */
 int conf_add_listen(struct conf *c, const char *text);
 
-/** Parses a listen value without storing it. Returns 0 or -EINVAL. */
+/** Parses a listen address (no flags) without storing it. Returns 0 or
+ *  -EINVAL. */
 int conf_parse_listen(const char *text, struct sockaddr_storage *ss,
                       socklen_t *len);
 

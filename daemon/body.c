@@ -5,6 +5,7 @@
 #include "daemon/fcache.h"
 #include "daemon/log.h"
 #include "daemon/sent.h"
+#include "daemon/tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,6 +92,74 @@ static void warm(struct fsd_req *rq, int fd, uint64_t off, uint64_t len)
 	free(buf);
 }
 
+/* ---- bodies under TLS: no sendfile ----
+ *
+ * GnuTLS encrypts in user space, so the bytes go through a buffer.
+ * libmicrohttpd's own reader of an fd body takes 4 KiB at a time, each
+ * sent as its own TLS record in its own pass of the loop (1 MiB files:
+ * 0.4x nginx's rate); this one takes TLS_BLOCK, four full records.
+ * A file that shrinks ends the body with an error: libmicrohttpd closes
+ * the connection (no stall to watch for, unlike sendfile).
+ */
+#define TLS_BLOCK (64u << 10)
+
+struct tls_body {
+	int fd;
+	uint64_t off, len;
+	char path[];            /* for the log */
+};
+
+/* Runs on the loop, after warm(): pread finds the pages in the cache. */
+static ssize_t tls_body_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct tls_body *b = cls;
+	ssize_t r;
+
+	if (pos >= b->len)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (max > b->len - pos)
+		max = (size_t)(b->len - pos);
+	r = pread(b->fd, out, max, (off_t)(b->off + pos));
+	if (r > 0)
+		return r;
+	if (r < 0)
+		fsd_log_fs(LOG_ERR, "read", b->path, errno);
+	else
+		fsd_log(LOG_ERR, "read %s: file shrank while being sent; connection closed",
+		        b->path);
+	return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void tls_body_free(void *cls)
+{
+	struct tls_body *b = cls;
+
+	close(b->fd);
+	free(b);
+}
+
+static struct MHD_Response *tls_body(int fd, uint64_t off, uint64_t len,
+                                     const char *path)
+{
+	size_t pl = strlen(path);
+	struct tls_body *b = malloc(sizeof *b + pl + 1);
+	struct MHD_Response *resp;
+
+	if (!b) {
+		close(fd);
+		return NULL;
+	}
+	b->fd = fd;
+	b->off = off;
+	b->len = len;
+	memcpy(b->path, path, pl + 1);
+	resp = MHD_create_response_from_callback(len, TLS_BLOCK, tls_body_read, b,
+	                                         tls_body_free);
+	if (!resp)
+		tls_body_free(b);
+	return resp;
+}
+
 /* ---- single bodies ----
  *
  * Small bodies are read (inline when cached) into one buffer so that
@@ -135,6 +204,12 @@ struct MHD_Response *fsd_body(struct fsd_req *rq, int fd, uint64_t off,
 	}
 	if (rq->method == FSD_M_GET)
 		warm(rq, fd, off, len);
+	if (fsd_tls_conn(rq->conn)) {
+		resp = tls_body(fd, off, len, path);
+		if (resp && rq->method == FSD_M_GET)
+			fsd_sent_count(rq);
+		return resp;
+	}
 	resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
 	if (!resp) {
 		close(fd);

@@ -35,6 +35,7 @@
  *   worker_susp.c     a worker's suspended requests and its kick
  *   mime.c            content types and sidecar names
  *   log*.c            error and access logs (log.h)
+ *   tls.c             HTTPS: certificate and key, libmicrohttpd's options
  *   server.c          struct fsd_server fsd
  *   priv.c            the root helper: logs, key files, low ports after
  *                     privileges are dropped (priv.h)
@@ -79,6 +80,7 @@ struct fsd_server {
 	int *listen_fds;            /* conf.nlisten sockets, this server's own */
 	struct fsd_worker *workers; /* conf.workers */
 	unsigned nstarted;          /* workers whose thread runs or is to be joined */
+	char *tls_cert, *tls_key;   /* PEM of the ssl listeners, or NULL (tls.c) */
 };
 /* The server this thread serves: main() sets its own, each worker its
  * worker's (worker.c), so that workers started with a new configuration

@@ -79,3 +79,11 @@ LIMITS_IT = t/daemon/limits.sh t/daemon/limits-fds.sh t/daemon/limits-slowfs.sh 
 TESTS += $(LIMITS_IT)
 dist_check_SCRIPTS += $(LIMITS_IT)
 EXTRA_DIST += t/daemon/limits_client.py
+
+# --- HTTPS (TLS) ---
+fileserverd_SOURCES += daemon/tls.c daemon/tls.h
+fileserverd_CFLAGS += $(GNUTLS_CFLAGS)
+fileserverd_LDADD += $(GNUTLS_LIBS)
+TLS_IT = t/daemon/https.sh
+TESTS += $(TLS_IT)
+dist_check_SCRIPTS += $(TLS_IT)

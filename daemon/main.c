@@ -39,8 +39,9 @@ static void usage(FILE *f)
 	        "usage: fileserverd [-c FILE] [-r DIR] [-l ADDR:PORT]... [-w N] [-t] [-V] [-h]\n"
 	        "  -c, --config FILE    read the configuration file FILE\n"
 	        "  -r, --root DIR       serve DIR (default: the current directory)\n"
-	        "  -l, --listen ADDR:PORT\n"
-	        "                       listen there (repeatable; default 127.0.0.1:8080)\n"
+	        "  -l, --listen 'ADDR:PORT [ssl]'\n"
+	        "                       listen there (repeatable; default 127.0.0.1:8080;\n"
+	        "                       ssl: HTTPS, certificate from the configuration)\n"
 	        "  -w, --workers N      worker threads (default 1)\n"
 	        "  -t, --test           check the configuration and exit\n"
 	        "  -V, --version        print the version and exit\n"
@@ -61,19 +62,20 @@ static in_port_t bound_port(int fd)
 static void print_url(const struct conf_listen *l, in_port_t port)
 {
 	char host[INET6_ADDRSTRLEN] = "";
+	const char *scheme = l->ssl ? "https" : "http";
 
 	if (l->addr.ss_family == AF_INET) {
 		const struct sockaddr_in *s = (const void *)&l->addr;
 		inet_ntop(AF_INET, &s->sin_addr, host, sizeof host);
 		if (s->sin_addr.s_addr == htonl(INADDR_ANY))
 			strcpy(host, "127.0.0.1");
-		printf("fileserverd: serving %s on http://%s:%u/\n", fsd->conf.root,
-		       host, ntohs(port));
+		printf("fileserverd: serving %s on %s://%s:%u/\n", fsd->conf.root,
+		       scheme, host, ntohs(port));
 	} else {
 		const struct sockaddr_in6 *s = (const void *)&l->addr;
 		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof host);
-		printf("fileserverd: serving %s on http://[%s]:%u/\n", fsd->conf.root,
-		       host, ntohs(port));
+		printf("fileserverd: serving %s on %s://[%s]:%u/\n", fsd->conf.root,
+		       scheme, host, ntohs(port));
 	}
 }
 

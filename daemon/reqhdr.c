@@ -250,14 +250,22 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
  * libmicrohttpd sees as a hang-up and closes the connection at once.
  * Later requests on a connection, and a first segment that is a valid
  * prefix, are libmicrohttpd's to judge.
+ *
+ * On an ssl listener the first segment must be a TLS handshake record
+ * instead (GnuTLS judges the rest); anything else is most likely plain
+ * HTTP sent to the https port, and is told so in plain HTTP, as nginx
+ * does, rather than left to a handshake failure the client cannot read.
  */
-static void refuse_not_http(int fd, const char *peek, size_t n)
+static const char plain_on_tls[] =
+	"400 Bad Request: a plain HTTP request was sent to an HTTPS port; use https://\n";
+
+static void refuse_not_http(int fd, const char *peek, size_t n, bool tls)
 {
 	char head[320], date[PROTO_HTTPDATE_LEN], addr[48] = "client", what[80];
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
-	size_t blen;
-	const char *body = proto_errpage(400, &blen);
+	size_t blen = sizeof plain_on_tls - 1;
+	const char *body = tls ? plain_on_tls : proto_errpage(400, &blen);
 	char sink[4096];
 	int hl;
 
@@ -267,7 +275,8 @@ static void refuse_not_http(int fd, const char *peek, size_t n)
 		else if (ss.ss_family == AF_INET6)
 			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof addr);
 	}
-	fsd_log(LOG_INFO, "%s: 400: not an HTTP request (\"%s\")", addr,
+	fsd_log(LOG_INFO, "%s: 400: %s (\"%s\")", addr,
+	        tls ? "not a TLS handshake on an ssl listener" : "not an HTTP request",
 	        clip(what, sizeof what, peek, n < 16 ? n : 16));
 	/* unread input at close would turn the FIN into a reset that can
 	 * destroy the answer before the client reads it */
@@ -278,9 +287,10 @@ static void refuse_not_http(int fd, const char *peek, size_t n)
 	              "HTTP/1.1 400 Bad Request\r\n"
 	              "Date: %s\r\n"
 	              "Connection: close\r\n"
-	              "Content-Type: text/html; charset=utf-8\r\n"
+	              "Content-Type: %s\r\n"
 	              "Server: fileserverd/" PACKAGE_VERSION "\r\n"
-	              "Content-Length: %zu\r\n\r\n", date, blen);
+	              "Content-Length: %zu\r\n\r\n", date,
+	              tls ? "text/plain; charset=utf-8" : "text/html; charset=utf-8", blen);
 	struct iovec iov[2] = { { head, (size_t)hl }, { (void *)body, blen } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 	/* a fresh socket's buffer takes this whole; if not, the client
@@ -293,17 +303,25 @@ void fsd_conn_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_co
                         enum MHD_ConnectionNotificationCode code)
 {
 	const union MHD_ConnectionInfo *ci;
+	const union MHD_DaemonInfo *di;
 	char peek[256];
 	ssize_t n;
+	bool tls;
 
 	(void)cls;
 	(void)socket_context;
 	if (code != MHD_CONNECTION_NOTIFY_STARTED)
 		return;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+	di = ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_FLAGS) : NULL;
+	tls = di && (di->flags & MHD_USE_TLS);
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (!ci)
 		return;
 	n = recv(ci->connect_fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
-	if (n > 0 && !proto_reqcheck_start(peek, (size_t)n))
-		refuse_not_http(ci->connect_fd, peek, (size_t)n);
+	if (n <= 0)
+		return;
+	/* 22: a TLS handshake record (RFC 8446 5.1) */
+	if (tls ? (unsigned char)peek[0] != 22 : !proto_reqcheck_start(peek, (size_t)n))
+		refuse_not_http(ci->connect_fd, peek, (size_t)n, tls);
 }

@@ -3,6 +3,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/sent.h"
+#include "daemon/tls.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -197,7 +198,8 @@ void fsd_sent_end(struct fsd_req *rq, struct MHD_Connection *conn,
 	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK || !rq->sock0_set ||
 	    !rq->body_len || !sock_written(conn, &now))
 		return;
-	uint64_t w = now > rq->sock0 ? now - rq->sock0 : 0;
+	/* under TLS the socket carried records: their overhead is not body */
+	uint64_t w = fsd_tls_plain_bytes(conn, now > rq->sock0 ? now - rq->sock0 : 0);
 	uint64_t sent = w > rq->hdr_len ? w - rq->hdr_len : 0;
 	if (sent < rq->body_len)
 		rq->body_len = sent;

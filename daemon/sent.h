@@ -7,7 +7,9 @@
  * comes from the socket: the bytes written to it since the response was
  * made (TCP_INFO bytes acknowledged plus SIOCOUTQ, those queued and not
  * acknowledged), less the response header's length, computed from its
- * fields as libmicrohttpd 0.9.75 writes them.
+ * fields as libmicrohttpd 0.9.75 writes them. Under TLS the socket
+ * carries records: their overhead is taken off (tls.h), which makes the
+ * count exact to within one record's overhead (about 22 bytes).
  *
  * A file that shrinks under a sendfile body would stall libmicrohttpd
  * 0.9.75 (sendfile returns 0, it waits for a write readiness that never

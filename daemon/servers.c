@@ -11,6 +11,7 @@
 #include "daemon/log.h"
 #include "daemon/mime.h"
 #include "daemon/priv.h"
+#include "daemon/tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,9 +68,10 @@ static int srv_conf(struct conf *c, const struct fsd_args *a, bool reload)
 		for (size_t i = 0; i < c->nlisten; i++)
 			free(c->listen[i].text);
 		c->nlisten = 0;
+		c->ssl_line = 0;
 		for (int i = 0; i < a->nlisten; i++)
 			if (conf_add_listen(c, a->listen[i]) < 0) {
-				srv_report(reload, "fileserverd: --listen: expected ADDR:PORT, "
+				srv_report(reload, "fileserverd: --listen: expected ADDR:PORT [ssl], "
 				           "got '%s'", a->listen[i]);
 				errors++;
 			}
@@ -97,6 +99,9 @@ struct fsd_server *fsd_server_new(const struct fsd_args *a, bool reload,
 	*errors = srv_conf(c, a, reload);
 	if (*errors < 0)
 		goto fail;
+	/* Keys are usually readable by root only: read while we are, or
+	 * at a reload through the root helper (priv.h). */
+	*errors += fsd_tls_load(s, srv_err, reload ? c : NULL);
 	r = lk_root_open(c->root, NULL, &s->lkroot);
 	if (r < 0) {
 		srv_report(reload, "%s%sroot %s: %s", config ? config : "",
@@ -251,6 +256,7 @@ void fsd_server_free(struct fsd_server *s)
 	if (s->lkroot)
 		lk_root_close(s->lkroot);
 	fsd_mime_free(s);
+	fsd_tls_free(s);
 	conf_free(&s->conf);
 	free(s);
 }

@@ -5,6 +5,7 @@
 #include "daemon/listing.h"
 #include "daemon/log.h"
 #include "daemon/reqhdr.h"
+#include "daemon/tls.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -232,11 +233,14 @@ static int mhd_start(struct fsd_worker *w, size_t i)
 {
 	const struct conf *c = &fsd->conf;
 	const union MHD_DaemonInfo *di;
+	struct MHD_OptionItem tls[FSD_TLS_NOPT];
+	unsigned tls_flags = fsd_tls_options(fsd, i, tls);
 
 	w->mhd[i] = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
-		MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+		MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | tls_flags,
 		0, NULL, NULL, fsd_access_cb, w,
+		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_NOTIFY_CONNECTION, fsd_conn_track_cb, w,
 		MHD_OPTION_URI_LOG_CALLBACK, fsd_uri_log_cb, w,
 		MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,

@@ -1,0 +1,236 @@
+#include "first.h"
+
+#include "daemon/tls.h"
+#include "daemon/daemon.h"
+#include "daemon/priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+
+/* TLS 1.2 and 1.3 only: older versions have no cipher suite left that
+ * is not deprecated (RFC 8996). GnuTLS's NORMAL set otherwise. */
+#define FSD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+/* A certificate chain or key beyond this is not a PEM file. */
+#define FSD_TLS_PEM_MAX (1u << 20)
+
+struct tls_check {
+	const char *file;       /* the configuration file, for messages */
+	conf_err_fn *err;
+	void *arg;
+	int errors;
+};
+
+static void tls_report(struct tls_check *ck, const char *key, const char *path,
+                       const char *why)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof msg, "%s: %s %s: %s", ck->file, key, path, why);
+	ck->errors++;
+	if (ck->err)
+		ck->err(ck->arg, msg);
+}
+
+/* The whole of @path, NUL-terminated, or NULL (reported). */
+static char *tls_read(struct tls_check *ck, const char *key, const char *path,
+                      size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	/* directly, or after privileges are gone through the root helper */
+	int fd = fsd_priv_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0) {
+		tls_report(ck, key, path, strerror(-fd));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0) {
+		tls_report(ck, key, path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > FSD_TLS_PEM_MAX) {
+		tls_report(ck, key, path, S_ISDIR(st.st_mode) ? "is a directory" :
+		           !S_ISREG(st.st_mode) ? "not a regular file" : "too large for a PEM file");
+		close(fd);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	while (buf && got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r <= 0) {
+			tls_report(ck, key, path, r < 0 ? strerror(errno) : "shorter than its size");
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	if (!buf)
+		return NULL;
+	buf[got] = 0;
+	*len = got;
+	return buf;
+}
+
+/* Each file on its own first, so that a message names the one at
+ * fault; then the pair. */
+static void tls_check_pem(struct tls_check *ck, const struct conf *c,
+                          const char *cert, size_t clen,
+                          const char *key, size_t klen)
+{
+	gnutls_datum_t cd = { (unsigned char *)cert, (unsigned)clen };
+	gnutls_datum_t kd = { (unsigned char *)key, (unsigned)klen };
+	gnutls_x509_crt_t *crts = NULL;
+	unsigned ncrt = 0;
+	gnutls_x509_privkey_t pk;
+	gnutls_certificate_credentials_t cred;
+	char why[256];
+	int r;
+
+	if (!strstr(cert, "-----BEGIN CERTIFICATE-----")) {
+		tls_report(ck, "ssl_certificate", c->ssl_certificate,
+		           "no PEM certificate in it (-----BEGIN CERTIFICATE-----)");
+		return;
+	}
+	r = gnutls_x509_crt_list_import2(&crts, &ncrt, &cd, GNUTLS_X509_FMT_PEM,
+	                                 GNUTLS_X509_CRT_LIST_FAIL_IF_UNSORTED);
+	if (r < 0) {
+		snprintf(why, sizeof why, "not a valid PEM certificate chain: %s",
+		         gnutls_strerror(r));
+		tls_report(ck, "ssl_certificate", c->ssl_certificate, why);
+		return;
+	}
+	for (unsigned i = 0; i < ncrt; i++)
+		gnutls_x509_crt_deinit(crts[i]);
+	gnutls_free(crts);
+
+	if (!strstr(key, "PRIVATE KEY-----")) {
+		tls_report(ck, "ssl_certificate_key", c->ssl_certificate_key,
+		           "no PEM private key in it (-----BEGIN PRIVATE KEY-----)");
+		return;
+	}
+	if (gnutls_x509_privkey_init(&pk) < 0)
+		return;
+	r = gnutls_x509_privkey_import2(pk, &kd, GNUTLS_X509_FMT_PEM, NULL, 0);
+	gnutls_x509_privkey_deinit(pk);
+	if (r < 0) {
+		snprintf(why, sizeof why, "not a valid PEM private key%s: %s",
+		         r == GNUTLS_E_DECRYPTION_FAILED ? " (encrypted keys are not supported)" : "",
+		         gnutls_strerror(r));
+		tls_report(ck, "ssl_certificate_key", c->ssl_certificate_key, why);
+		return;
+	}
+
+	if (gnutls_certificate_allocate_credentials(&cred) < 0)
+		return;
+	r = gnutls_certificate_set_x509_key_mem2(cred, &cd, &kd, GNUTLS_X509_FMT_PEM,
+	                                         NULL, 0);
+	gnutls_certificate_free_credentials(cred);
+	if (r < 0) {
+		snprintf(why, sizeof why, "%s%s: %s",
+		         r == GNUTLS_E_CERTIFICATE_KEY_MISMATCH ? "does not match ssl_certificate " : "",
+		         r == GNUTLS_E_CERTIFICATE_KEY_MISMATCH ? c->ssl_certificate : "unusable",
+		         gnutls_strerror(r));
+		tls_report(ck, "ssl_certificate_key", c->ssl_certificate_key, why);
+	}
+}
+
+int fsd_tls_load(struct fsd_server *srv, conf_err_fn *err, void *arg)
+{
+	const struct conf *c = &srv->conf;
+	struct tls_check ck = { .file = c->file ? c->file : "fileserverd",
+	                        .err = err, .arg = arg };
+	size_t clen = 0, klen = 0, i;
+	char *cert, *key;
+
+	for (i = 0; i < c->nlisten && !c->listen[i].ssl; i++)
+		;
+	/* no ssl listener, or none usable (conf_validate said why) */
+	if (i == c->nlisten || !c->ssl_certificate || !c->ssl_certificate_key)
+		return 0;
+	cert = tls_read(&ck, "ssl_certificate", c->ssl_certificate, &clen);
+	key = tls_read(&ck, "ssl_certificate_key", c->ssl_certificate_key, &klen);
+	if (cert && key)
+		tls_check_pem(&ck, c, cert, clen, key, klen);
+	if (ck.errors) {
+		free(cert);
+		if (key) {
+			explicit_bzero(key, klen);
+			free(key);
+		}
+		return ck.errors;
+	}
+	fsd_tls_free(srv);
+	srv->tls_cert = cert;
+	srv->tls_key = key;
+	return 0;
+}
+
+void fsd_tls_free(struct fsd_server *srv)
+{
+	free(srv->tls_cert);
+	if (srv->tls_key) {
+		explicit_bzero(srv->tls_key, strlen(srv->tls_key));
+		free(srv->tls_key);
+	}
+	srv->tls_cert = srv->tls_key = NULL;
+}
+
+unsigned fsd_tls_options(const struct fsd_server *srv, size_t i,
+                         struct MHD_OptionItem *opt)
+{
+	size_t n = 0;
+	unsigned flags = 0;
+
+	/* without a certificate libmicrohttpd refuses to start: never a
+	 * plain listener where ssl was asked for */
+	if (srv->conf.listen[i].ssl) {
+		opt[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert };
+		opt[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key };
+		opt[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+		                                    (void *)FSD_TLS_PRIORITIES };
+		flags = MHD_USE_TLS;
+	}
+	opt[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	return flags;
+}
+
+bool fsd_tls_conn(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON) : NULL;
+	const union MHD_DaemonInfo *di =
+		ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_FLAGS) : NULL;
+
+	return di && (di->flags & MHD_USE_TLS);
+}
+
+uint64_t fsd_tls_plain_bytes(struct MHD_Connection *conn, uint64_t wire)
+{
+	const union MHD_ConnectionInfo *ci = fsd_tls_conn(conn) ?
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
+	gnutls_session_t s = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	uint64_t full, over, rest;
+
+	if (!s)
+		return wire;
+	/* the negotiated record size (a client may ask for smaller ones) */
+	full = gnutls_record_get_max_size(s);
+	over = gnutls_record_overhead_size(s);
+	if (!full)
+		return wire;
+	rest = wire % (full + over);
+	return wire / (full + over) * full + (rest > over ? rest - over : 0);
+}

@@ -1,0 +1,44 @@
+/*
+ * daemon/tls.h: HTTPS (tls.c): the certificate and key of the ssl
+ * listeners, read with each configuration (start-up, reload), and the
+ * libmicrohttpd options that make a listener speak TLS through GnuTLS.
+ */
+#ifndef FSD_TLS_H
+#define FSD_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <microhttpd.h>
+
+#include "conf/conf.h"
+
+struct fsd_server;
+
+/* When a listener of srv->conf has ssl: reads ssl_certificate and
+ * ssl_certificate_key into @srv (through fsd_priv_open: a reload after
+ * privileges are dropped still reads a key only root may) and checks
+ * them with GnuTLS (PEM, the key matches the certificate). Each problem goes to @err as
+ * "FILE: ssl_certificate PATH: why". Returns the number of errors. */
+int fsd_tls_load(struct fsd_server *srv, conf_err_fn *err, void *arg);
+/* Forgets (and wipes) what fsd_tls_load() read. */
+void fsd_tls_free(struct fsd_server *srv);
+
+/* libmicrohttpd options of listener @i: fills @opt (FSD_TLS_NOPT items
+ * at most, MHD_OPTION_END last) and returns the flags to add to
+ * MHD_start_daemon's (MHD_USE_TLS), or 0 for a plain listener. */
+#define FSD_TLS_NOPT 4
+unsigned fsd_tls_options(const struct fsd_server *srv, size_t i,
+                         struct MHD_OptionItem *opt);
+
+/* Whether @conn came in on an ssl listener. */
+bool fsd_tls_conn(struct MHD_Connection *conn);
+
+/* The application bytes in @wire bytes that @conn wrote to its socket
+ * since a record boundary (@wire itself on a plain connection): less
+ * each record's overhead, the records full but the last. Exact to
+ * within one record's overhead (22 bytes for TLS 1.3 with AES-GCM). */
+uint64_t fsd_tls_plain_bytes(struct MHD_Connection *conn, uint64_t wire);
+
+#endif

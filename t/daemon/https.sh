@@ -1,0 +1,196 @@
+# HTTPS: an ssl listener next to a plain one, with a certificate made
+# here by openssl; files small and large, ranges, a listing, keep-alive,
+# TLS versions, plain HTTP sent to the TLS port, the bytes a TLS body
+# cut short is logged with, and the configuration errors.
+. "$top_srcdir/t/daemon/lib.sh"
+need openssl sha256sum
+
+D=$T/root
+mkdir -p "$D/dir"
+echo "small over tls" > "$D/small.txt"
+# past small_file_max and not a multiple of any block or record size
+head -c $((3 * 1024 * 1024 + 4321)) /dev/urandom > "$D/dir/large.bin"
+touch "$D/dir/listed-name.txt"
+
+# certificate and key (P-256), valid for 127.0.0.1 and localhost
+tls_pair() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-keyout "$1.key" -out "$1.crt" -days 2 -subj /CN=localhost \
+		-addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>"$T/openssl.err" ||
+		{ cat "$T/openssl.err"; exit 99; }
+}
+tls_pair "$T/a"
+tls_pair "$T/b"
+
+cat > "$T/c.conf" <<EOF
+[server]
+root = $D
+access_log = $T/access.log
+ssl_certificate = $T/a.crt
+ssl_certificate_key = $T/a.key
+EOF
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# log_line PATTERN: the access-log line matching PATTERN (flushed once a second)
+log_line() {
+	local i
+	for i in $(seq 1 40); do
+		if grep -q -- "$1" "$T/access.log" 2>/dev/null; then
+			grep -- "$1" "$T/access.log" | tail -n1
+			return
+		fi
+		sleep 0.25
+	done
+}
+
+# Reads a large body over TLS, pauses after 1 MiB while the file is cut
+# to 2 MiB, then reads to the end: prints the body bytes received.
+cut_client() {
+	python3 - "$SPORT" "$T/a.crt" "$D/dir/cut.bin" <<'PY'
+import os, socket, ssl, sys, time
+port, ca, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.settimeout(10)
+s.connect(("127.0.0.1", port))
+t = ctx.wrap_socket(s, server_hostname="localhost")
+t.sendall(b"GET /dir/cut.bin HTTP/1.1\r\nHost: localhost\r\n\r\n")
+buf = b""
+while b"\r\n\r\n" not in buf:
+    buf += t.recv(65536)
+n = len(buf.split(b"\r\n\r\n", 1)[1])
+while n < 1 << 20:
+    n += len(t.recv(65536))
+time.sleep(0.3)
+os.truncate(path, 2 << 20)
+try:
+    while True:
+        d = t.recv(65536)
+        if not d:
+            break
+        n += len(d)
+except (ssl.SSLError, OSError):
+    pass
+print(n)
+PY
+}
+
+checks() {
+	: > "$T/access.log"
+	SPORT=$(free_port)
+	start_daemon -c "$T/c.conf" -l "127.0.0.1:$SPORT ssl"
+	local S=https://127.0.0.1:$SPORT TC=(--cacert "$T/a.crt") out n
+
+	check_match "start-up prints the https URL" "on https://127\.0\.0\.1:$SPORT/" \
+		"$(cat "$T/daemon.out")"
+	check "small file over https" "small over tls" "$(curl -s "${TC[@]}" "$S/small.txt")"
+	check "by name (localhost)" "small over tls" \
+		"$(curl -s "${TC[@]}" "https://localhost:$SPORT/small.txt")"
+	check "large file: sha256" "$(sha256sum < "$D/dir/large.bin")" \
+		"$(curl -s "${TC[@]}" "$S/dir/large.bin" | sha256sum)"
+	check "range" "$(tail -c +1000001 "$D/dir/large.bin" | head -c 100 | od -An -tx1)" \
+		"$(curl -s "${TC[@]}" -r 1000000-1000099 "$S/dir/large.bin" | od -An -tx1)"
+	check "range: 206" 206 \
+		"$(curl -s -o /dev/null -w '%{http_code}' "${TC[@]}" -r 5-9 "$S/dir/large.bin")"
+	check_match "multiple ranges: multipart" "multipart/byteranges" \
+		"$(curl -s -o /dev/null -w '%{content_type}' "${TC[@]}" -r 0-0,-1 "$S/dir/large.bin")"
+	check_match "listing" "listed-name\.txt" "$(curl -s "${TC[@]}" "$S/dir/")"
+	check "HEAD: length" "$(stat -c %s "$D/dir/large.bin")" \
+		"$(curl -s -I "${TC[@]}" "$S/dir/large.bin" | tr -d '\r' | awk 'tolower($1) == "content-length:" { print $2 }')"
+	# five requests, one connection (curl reuses it: 1 then 0s)
+	check "keep-alive: one connection for five requests" "1 0 0 0 0" \
+		"$(curl -s -o /dev/null -o /dev/null -o /dev/null -o /dev/null -o /dev/null \
+		    -w '%{num_connects} ' "${TC[@]}" "$S/small.txt" "$S/dir/large.bin" \
+		    "$S/dir/" "$S/small.txt" "$S/dir/large.bin" | sed 's/ $//')"
+	check "TLS 1.3" "200" "$(curl -s -o /dev/null -w '%{http_code}' "${TC[@]}" --tlsv1.3 "$S/small.txt")"
+	check "TLS 1.2" "200" "$(curl -s -o /dev/null -w '%{http_code}' "${TC[@]}" --tlsv1.2 --tls-max 1.2 "$S/small.txt")"
+	# the client allows TLS 1.1 (security level 0): the server refuses it
+	curl -s -o /dev/null "${TC[@]}" --tlsv1.1 --tls-max 1.1 --ciphers 'DEFAULT@SECLEVEL=0' "$S/small.txt"
+	check "TLS 1.1 refused (handshake fails, curl 35)" 35 "$?"
+	out=$(openssl s_client -connect "127.0.0.1:$SPORT" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' </dev/null 2>&1)
+	check_match "TLS 1.1 refused (openssl s_client): no cipher agreed" "Cipher is \(NONE\)" "$out"
+	check "TLS 1.0 refused" 35 "$(curl -s -o /dev/null "${TC[@]}" --tlsv1.0 --tls-max 1.0 --ciphers 'DEFAULT@SECLEVEL=0' "$S/small.txt"; echo $?)"
+
+	# plain HTTP on the TLS port: a readable 400, and the daemon serves on
+	out=$(curl -s -i --max-time 5 "http://127.0.0.1:$SPORT/small.txt" | tr -d '\r')
+	check_match "plain HTTP to the TLS port: 400" "^HTTP/1.1 400" "$out"
+	check_match "plain HTTP to the TLS port: says why" "plain HTTP request was sent to an HTTPS port" "$out"
+	check "after it, https still served" "small over tls" "$(curl -s "${TC[@]}" "$S/small.txt")"
+	# garbage and a bare connect on the TLS port
+	printf 'GARBAGE\r\n\r\n' | timeout 5 python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read())
+s.settimeout(4); print(s.recv(100)[:12])' "$SPORT" > /dev/null 2>&1
+	check "after garbage, https still served" "small over tls" "$(curl -s "${TC[@]}" "$S/small.txt")"
+
+	# the plain port at the same time: plain HTTP, no TLS
+	check "plain port: http" "small over tls" "$(curl -s "$URL/small.txt")"
+	check "plain port: no TLS" 35 "$(curl -s -o /dev/null "${TC[@]}" "https://127.0.0.1:$PORT/small.txt"; echo $?)"
+
+	# the access log: a whole TLS body is its length; one cut short (the
+	# file shrank) is what the client got, not what the socket carried
+	# (each 16 KiB record adds 22 bytes or more)
+	check_match "whole large body logged" "\" 200 $(stat -c %s "$D/dir/large.bin") \"" \
+		"$(log_line '"GET /dir/large.bin HTTP/1.1" 200')"
+	head -c $((8 * 1024 * 1024)) /dev/urandom > "$D/dir/cut.bin"
+	n=$(cut_client)
+	out=$(log_line '"GET /dir/cut.bin ')
+	local logged
+	logged=$(printf '%s' "$out" | awk '{print $10}')
+	if [ -n "$n" ] && [ "$n" -ge $((1 << 20)) ] && [ "$n" -lt $((8 << 20)) ] &&
+	   [ -n "$logged" ] && [ "$logged" -ge $((n - 64)) ] && [ "$logged" -le $((n + 64)) ]; then
+		ok "body cut short over TLS: logged $logged, client got $n"
+	else not_ok "body cut short over TLS: client got '$n', access log line '$out'"; fi
+	check_match "body cut short: logged with the path" "read dir/cut\.bin: file shrank" \
+		"$(cat "$T/daemon.err")"
+	rm -f "$D/dir/cut.bin"
+}
+
+# configuration errors, at -t and at start-up
+conf_errors() {
+	local out rc
+	conf_t() {   # lines of [server] after root: fileserverd -t's output
+		printf '[server]\nroot = %s\n' "$D" > "$T/e.conf"
+		printf '%s\n' "$@" >> "$T/e.conf"
+		"$FSD" -t -c "$T/e.conf" 2>&1
+	}
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl")
+	check_match "ssl without certificate: file:line" \
+		"e\.conf:3: listen 127\.0\.0\.1:8443 ssl: ssl needs ssl_certificate and ssl_certificate_key" "$out"
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt")
+	check_match "certificate without key" "e\.conf: ssl_certificate is set but ssl_certificate_key is not" "$out"
+	out=$(conf_t "listen = 127.0.0.1:8443 tls")
+	check_match "unknown listen flag: file:line" "e\.conf:3: listen: unknown flag in '127\.0\.0\.1:8443 tls'" "$out"
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/none.crt" "ssl_certificate_key = $T/a.key")
+	check_match "missing certificate file" "e\.conf: ssl_certificate $T/none\.crt: No such file or directory" "$out"
+	printf 'not a certificate\n' > "$T/junk.pem"
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/junk.pem" "ssl_certificate_key = $T/a.key")
+	check_match "not PEM" "e\.conf: ssl_certificate $T/junk\.pem: no PEM certificate" "$out"
+	{ echo "-----BEGIN CERTIFICATE-----"; echo "bm90IGEgY2VydGlmaWNhdGU="; echo "-----END CERTIFICATE-----"; } > "$T/bad.crt"
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/bad.crt" "ssl_certificate_key = $T/a.key")
+	check_match "invalid certificate" "e\.conf: ssl_certificate $T/bad\.crt: not a valid PEM certificate" "$out"
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" "ssl_certificate_key = $T/a.crt")
+	check_match "key file without a key" "e\.conf: ssl_certificate_key $T/a\.crt: no PEM private key" "$out"
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" "ssl_certificate_key = $T/b.key")
+	check_match "key of another certificate" \
+		"e\.conf: ssl_certificate_key $T/b\.key: does not match ssl_certificate $T/a\.crt" "$out"
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" "ssl_certificate_key = $T/a.key")
+	check_match "good pair: valid" "configuration $T/e\.conf is valid" "$out"
+	# at start-up: the same message, exit 1, nothing served
+	printf '[server]\nroot = %s\nssl_certificate = %s\nssl_certificate_key = %s\n' \
+		"$D" "$T/a.crt" "$T/b.key" > "$T/e.conf"
+	out=$("$FSD" -c "$T/e.conf" -l "127.0.0.1:$(free_port) ssl" 2>&1)
+	rc=$?
+	check "start-up with a mismatched key: exit 1" 1 "$rc"
+	check_match "start-up with a mismatched key: says why" "does not match ssl_certificate" "$out"
+	# the flag on the command line too
+	out=$("$FSD" -t -c "$T/c.conf" -l "127.0.0.1:8443 ssl" 2>&1)
+	check_match "-l ADDR:PORT ssl accepted" "is valid" "$out"
+}
+
+conf_errors
+run_backends checks
