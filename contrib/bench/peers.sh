@@ -27,6 +27,9 @@
 #
 # Binaries: $NGINX (nginx), $LIGHTTPD (lighttpd), $FSD (else
 # $top_builddir/fileserverd, else ./fileserverd).
+# PEER_TLS="CERT KEY" (PEM files): nginx and fileserverd listen with
+# TLS (1.2 and 1.3, the same certificate) and PEER_URL is https://;
+# lighttpd is refused then (its TLS module is another package).
 # PEER_NICE=N starts every server under `nice -n N` (all its threads):
 # on a shared machine, a negative N (as root) keeps other work from
 # taking the servers' CPU during a measurement; the same for each peer.
@@ -88,7 +91,9 @@ http {
 	uwsgi_temp_path $1/tmp/uwsgi;
 	scgi_temp_path $1/tmp/scgi;
 	server {
-		listen 127.0.0.1:$3;
+		listen 127.0.0.1:$3${PEER_TLS:+ ssl};
+		${PEER_TLS:+ssl_certificate ${PEER_TLS% *}; ssl_certificate_key ${PEER_TLS#* };}
+		${PEER_TLS:+ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:1m;}
 		root $2;
 		location / { autoindex on; }
 	}
@@ -126,8 +131,13 @@ EOF
 }
 
 peer_start() {
-	local name=$1 root=$2 port=${3:-} dir bin pid try i _peer_nice=
+	local name=$1 root=$2 port=${3:-} dir bin pid try i _peer_nice= scheme=http
+	local -a tls_listen=() tls_curl=()
 	[ -n "${PEER_NICE:-}" ] && _peer_nice="nice -n $PEER_NICE"
+	if [ -n "${PEER_TLS:-}" ]; then
+		[ "$name" != lighttpd ] || { echo "peers: lighttpd: no TLS here (PEER_TLS)" >&2; return 1; }
+		scheme=https tls_curl=(--cacert "${PEER_TLS% *}")
+	fi
 	shift 2
 	[ $# -gt 0 ] && shift
 	[ "${1:-}" = -- ] && shift
@@ -156,7 +166,16 @@ peer_start() {
 			$_peer_nice "$bin" -D -f "$dir/lighttpd.conf" > "$dir/out" 2>&1 < /dev/null &
 			;;
 		fileserverd)
-			$_peer_nice "$bin" ${FSD_CONF:+-c "$FSD_CONF"} -r "$root" -l "127.0.0.1:$p" -w 1 "$@" \
+			tls_listen=(${FSD_CONF:+-c "$FSD_CONF"})
+			if [ -n "${PEER_TLS:-}" ]; then
+				# FSD_CONF, then the certificate in a [server] of its own
+				{ [ -z "${FSD_CONF:-}" ] || cat "$FSD_CONF"
+				  printf '\n[server]\nssl_certificate = %s\nssl_certificate_key = %s\n' \
+					"${PEER_TLS% *}" "${PEER_TLS#* }"; } > "$dir/tls.conf" || return 1
+				tls_listen=(-c "$dir/tls.conf")
+			fi
+			$_peer_nice "$bin" "${tls_listen[@]}" -r "$root" \
+				-l "127.0.0.1:$p${PEER_TLS:+ ssl}" -w 1 "$@" \
 				> "$dir/out" 2>&1 < /dev/null &
 			;;
 		esac
@@ -166,10 +185,10 @@ peer_start() {
 				wait "$pid" 2>/dev/null
 				break
 			fi
-			if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$p/" 2>/dev/null; then
+			if curl -s -o /dev/null --max-time 2 "${tls_curl[@]}" "$scheme://127.0.0.1:$p/" 2>/dev/null; then
 				PEER_PID[$name]=$pid
 				PEER_PORT[$name]=$p
-				PEER_URL[$name]=http://127.0.0.1:$p
+				PEER_URL[$name]=$scheme://127.0.0.1:$p
 				PEER_DIR[$name]=$dir
 				return 0
 			fi
