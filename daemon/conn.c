@@ -29,6 +29,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/reqhdr.h"
+#include "daemon/tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,6 +63,7 @@ struct fsd_conn {
 	int fd;
 	bool has_addr;
 	bool served;            /* a response was completed on it */
+	bool tls;               /* on an ssl listener: no plain-text answers */
 	uint8_t addr[16];       /* IPv4 as ::ffff:a.b.c.d */
 	enum conn_state state;
 	uint64_t t0;            /* start of the head, or of the response */
@@ -185,9 +187,12 @@ static void say_and_shut(int fd, const char *msg, size_t len)
 	shutdown(fd, SHUT_RDWR);
 }
 
-static void refuse(struct fsd_worker *w, int fd, const uint8_t *key, bool per_ip)
+/* An ssl listener's client expects TLS records: a plain answer would
+ * only be garbage to it, so it is just closed. */
+static void refuse(struct fsd_worker *w, int fd, bool tls, const uint8_t *key,
+                   bool per_ip)
 {
-	say_and_shut(fd, resp_503, sizeof resp_503 - 1);
+	say_and_shut(fd, tls ? NULL : resp_503, sizeof resp_503 - 1);
 	close(fd);
 	if (per_ip) {
 		w->cs.refused_ip++;
@@ -202,14 +207,14 @@ static void refuse(struct fsd_worker *w, int fd, const uint8_t *key, bool per_ip
 static int spare_fd = -1;
 static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void accept_over_fd_limit(struct fsd_worker *w, int lfd)
+static void accept_over_fd_limit(struct fsd_worker *w, int lfd, bool tls)
 {
 	pthread_mutex_lock(&spare_mu);
 	if (spare_fd >= 0) {
 		close(spare_fd);
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
-			refuse(w, fd, NULL, false);
+			refuse(w, fd, tls, NULL, false);
 			w->cs.refused_fds++;
 		}
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -222,12 +227,14 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	struct fsd_worker *w = arg;
 	const struct conf *c = &fsd->conf;
 	size_t li;
+	bool tls;
 
 	(void)what;
 	for (li = 0; li < w->nmhd && w->listen_fds[li] != lfd; li++)
 		;
 	if (li == w->nmhd || w->stopping)
 		return;
+	tls = c->listen[li].ssl;
 	for (int i = 0; i < CONN_ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof ss;
@@ -238,19 +245,19 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno == EMFILE || errno == ENFILE)
-				accept_over_fd_limit(w, lfd);
+				accept_over_fd_limit(w, lfd, tls);
 			else if (errno != EAGAIN)
 				fsd_log(LOG_ERR, "accept: %s", strerror(errno));
 			break;
 		}
 		bool keyed = addr_key((struct sockaddr *)&ss, key);
 		if (w->nconns >= c->max_connections) {
-			refuse(w, fd, keyed ? key : NULL, false);
+			refuse(w, fd, tls, keyed ? key : NULL, false);
 			continue;
 		}
 		if (keyed && c->max_connections_per_ip &&
 		    ip_count(key) >= c->max_connections_per_ip) {
-			refuse(w, fd, key, true);
+			refuse(w, fd, tls, key, true);
 			continue;
 		}
 		/* MHD closes the socket itself if it cannot take it. */
@@ -282,6 +289,7 @@ void fsd_conn_track_cb(void *cls, struct MHD_Connection *mc, void **ctx,
 		cn->fd = ci ? ci->connect_fd : -1;
 		ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		cn->has_addr = addr_key(ci ? ci->client_addr : NULL, cn->addr);
+		cn->tls = fsd_tls_conn(mc);
 		if (cn->has_addr)
 			ip_add(cn->addr, 1);
 		cn->state = CONN_HEAD;
@@ -426,9 +434,11 @@ void fsd_conn_sweep(struct fsd_worker *w)
 			continue;
 		if (cn->state == CONN_HEAD && now - cn->t0 > head) {
 			/* A keep-alive connection between requests just ends;
-			 * one that never sent a whole head is told why. */
-			say_and_shut(cn->fd, cn->served ? NULL : resp_408,
-			             cn->served ? 0 : sizeof resp_408 - 1);
+			 * one that never sent a whole head is told why (in
+			 * plain text: not to a TLS client, handshake or not). */
+			bool tell = !cn->served && !cn->tls;
+			say_and_shut(cn->fd, tell ? resp_408 : NULL,
+			             tell ? sizeof resp_408 - 1 : 0);
 			cn->fd = -1;
 			w->cs.head_closed++;
 		} else if (cn->state == CONN_SENDING && c->min_send_rate &&

@@ -148,6 +148,49 @@ s.settimeout(4); print(s.recv(100)[:12])' "$SPORT" > /dev/null 2>&1
 	check_match "body cut short: logged with the path" "read dir/cut\.bin: file shrank" \
 		"$(cat "$T/daemon.err")"
 	rm -f "$D/dir/cut.bin"
+
+	# Refusals on the TLS port are closes, never plain text a TLS client
+	# would take for a broken record: a head not complete within
+	# header_timeout (here a handshake that stops), and a connection
+	# over max_connections_per_ip.
+	stop_daemon
+	printf '[server]\nroot = %s\nheader_timeout = 2\nmax_connections_per_ip = 3\n' "$D" > "$T/r.conf"
+	printf 'ssl_certificate = %s\nssl_certificate_key = %s\n' "$T/a.crt" "$T/a.key" >> "$T/r.conf"
+	SPORT=$(free_port)
+	start_daemon -c "$T/r.conf" -l "127.0.0.1:$SPORT ssl"
+	out=$(timeout 20 python3 - "$SPORT" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+def conn():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"\x16\x03\x01")          # a handshake record, cut
+    return s
+def answer(s, wait):
+    s.settimeout(wait)
+    got = b""
+    try:
+        while True:
+            d = s.recv(4096)
+            if not d:
+                return got or b"<closed>"
+            got += d
+    except socket.timeout:
+        return got or b"<open>"
+    except ConnectionResetError:
+        return got or b"<reset>"
+held = [conn() for _ in range(3)]
+time.sleep(0.3)
+fourth = conn()
+print("over the limit:", answer(fourth, 5).decode("latin-1")[:40])
+print("stalled handshake:", answer(held[0], 8).decode("latin-1")[:40])
+PY
+)
+	check_match "TLS port, over max_connections_per_ip: closed, no plain 503" \
+		"over the limit: <(closed|reset)>" "$out"
+	check_match "TLS port, stalled handshake: closed at header_timeout, no plain 408" \
+		"stalled handshake: <(closed|reset)>" "$out"
+	check "after them, https still served" "small over tls" \
+		"$(curl -s --cacert "$T/a.crt" "https://127.0.0.1:$SPORT/small.txt")"
 }
 
 # configuration errors, at -t and at start-up
