@@ -19,7 +19,8 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
                        const char *version);
 
 /** MHD_OPTION_NOTIFY_CONNECTION: answers 400 and closes a connection
- *  whose first bytes cannot start an HTTP request. Worker thread. */
+ *  whose first bytes cannot start an HTTP request, or on an ssl
+ *  listener a TLS handshake. Worker thread. */
 void fsd_conn_notify_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
                         enum MHD_ConnectionNotificationCode code);
 
