@@ -150,7 +150,24 @@ static int parse_port(const char *s, in_port_t *out)
 	return 0;
 }
 
+static int parse_addr(const char *text, struct sockaddr_storage *ss,
+                      socklen_t *len);
+
+/* The address is what comes before the first blank: flags follow it. */
 int conf_parse_listen(const char *text, struct sockaddr_storage *ss,
+                      socklen_t *len)
+{
+	char addr[INET6_ADDRSTRLEN + 16];
+	size_t n = strcspn(text, " \t");
+
+	if (n >= sizeof addr)
+		return -EINVAL;
+	memcpy(addr, text, n);
+	addr[n] = 0;
+	return parse_addr(addr, ss, len);
+}
+
+static int parse_addr(const char *text, struct sockaddr_storage *ss,
                       socklen_t *len)
 {
 	char host[INET6_ADDRSTRLEN + 1];
@@ -205,15 +222,10 @@ int conf_add_listen(struct conf *c, const char *text)
 	struct conf_listen *l;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	char addr[INET6_ADDRSTRLEN + 16];
 	size_t n = strcspn(text, " \t");
 	bool ssl = false;
 
-	if (n >= sizeof addr)
-		return -EINVAL;
-	memcpy(addr, text, n);
-	addr[n] = 0;
-	if (conf_parse_listen(addr, &ss, &len) < 0)
+	if (conf_parse_listen(text, &ss, &len) < 0)
 		return -EINVAL;
 	/* flags after the address, nginx's way: "0.0.0.0:443 ssl" */
 	for (const char *p = text + n; *(p += strspn(p, " \t")); p += n) {
@@ -228,7 +240,7 @@ int conf_add_listen(struct conf *c, const char *text)
 		return -ENOMEM;
 	c->listen = l;
 	l += c->nlisten;
-	l->text = strdup(text);
+	l->text = strndup(text, strcspn(text, " \t"));
 	if (!l->text)
 		return -ENOMEM;
 	l->addr = ss;
@@ -675,7 +687,7 @@ int conf_validate(struct conf *c, conf_err_fn *err, void *arg)
 	for (size_t i = 0; i < c->nlisten; i++)
 		if (c->listen[i].ssl) {
 			if (!c->ssl_certificate && !c->ssl_certificate_key)
-				report(&ld, c->ssl_line, "listen %s: ssl needs ssl_certificate "
+				report(&ld, c->ssl_line, "listen %s ssl: ssl needs ssl_certificate "
 				       "and ssl_certificate_key in [server]", c->listen[i].text);
 			break;
 		}

@@ -25,7 +25,7 @@ enum conf_symlink_targets { CONF_TARGETS_BENEATH = 0, CONF_TARGETS_OFF };
 
 /** One `listen` value, resolved. */
 struct conf_listen {
-	char *text;                   /**< as written, e.g. "127.0.0.1:8080" */
+	char *text;                   /**< the address as written, e.g. "127.0.0.1:8080" (no flags) */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	bool ssl;                     /**< "ssl" flag: TLS (ssl_certificate, ssl_certificate_key) */
@@ -112,8 +112,8 @@ int conf_load(struct conf *c, const char *path, conf_err_fn *err, void *arg);
  *  flag, -ENOMEM. */
 int conf_add_listen(struct conf *c, const char *text);
 
-/** Parses a listen address (no flags) without storing it. Returns 0 or
- *  -EINVAL. */
+/** Parses a listen value's address without storing it (flags after it
+ *  are conf_add_listen's to check). Returns 0 or -EINVAL. */
 int conf_parse_listen(const char *text, struct sockaddr_storage *ss,
                       socklen_t *len);
 
