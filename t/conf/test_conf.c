@@ -3,6 +3,7 @@
 #include "conf/conf.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +361,45 @@ START_TEST(syntax_errors)
 }
 END_TEST
 
+/* listen's flags: "ssl" after the address, blanks around it; text
+ * keeps the address alone; an unknown flag is refused with its line. */
+START_TEST(listen_flags)
+{
+	struct conf c;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	ck_assert_int_eq(conf_init(&c), 0);
+	ck_assert_int_eq(conf_add_listen(&c, "127.0.0.1:8443 ssl"), 0);
+	ck_assert_int_eq(conf_add_listen(&c, "[::1]:8443\t ssl "), 0);
+	ck_assert_int_eq(conf_add_listen(&c, "8080"), 0);
+	ck_assert_int_eq(conf_add_listen(&c, "8080 sslx"), -ENOENT);
+	ck_assert_int_eq(conf_add_listen(&c, "8080 ssl tls"), -ENOENT);
+	ck_assert_int_eq(conf_add_listen(&c, "host:80 ssl"), -EINVAL);
+	ck_assert_uint_eq(c.nlisten, 3);
+	ck_assert(c.listen[0].ssl && c.listen[1].ssl && !c.listen[2].ssl);
+	ck_assert_str_eq(c.listen[0].text, "127.0.0.1:8443");
+	ck_assert_str_eq(c.listen[1].text, "[::1]:8443");
+	ck_assert_int_eq(conf_parse_listen("127.0.0.1:8443 ssl", &ss, &len), 0);
+	conf_free(&c);
+
+	ck_assert_int_eq(load(&c, "[server]\nroot = /\nlisten = 127.0.0.1:1 bogus\n"), 1);
+	expect_msg(0, 3, "unknown flag");
+	conf_free(&c);
+	/* an ssl listener needs both files, and each file the other */
+	ck_assert_int_eq(load(&c, "[server]\nroot = /\n\nlisten = 127.0.0.1:1 ssl\n"), 1);
+	expect_msg(0, 4, "ssl needs ssl_certificate and ssl_certificate_key");
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nroot = /\nssl_certificate_key = /k\n"), 1);
+	ck_assert_msg(strstr(msgs[0], "ssl_certificate_key is set but ssl_certificate is not"),
+	              "got '%s'", msgs[0]);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nroot = /\nlisten = 1 ssl\n"
+	                          "ssl_certificate = /c\nssl_certificate_key = /k\n"), 0);
+	conf_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -376,6 +416,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, dotfiles_and_targets);
 	tcase_add_test(tc, syntax_errors);
 	tcase_add_test(tc, shutdown_timeout);
+	tcase_add_test(tc, listen_flags);
 	suite_add_tcase(s, tc);
 	return s;
 }
