@@ -40,7 +40,8 @@ FIBRIL_API int lk_root_from_fd(int dirfd, const struct lk_root_opts *o,
 	r->local = async__fd_local(dirfd) > 0;
 	if (o) {
 		if (o->symlinks != LK_SYMLINKS_FOLLOW_BENEATH &&
-		    o->symlinks != LK_SYMLINKS_NEVER) {
+		    o->symlinks != LK_SYMLINKS_NEVER &&
+		    o->symlinks != LK_SYMLINKS_FOLLOW_ANY) {
 			free(r);
 			return -EINVAL;
 		}
@@ -75,6 +76,12 @@ void lk__root_ref(lk_root_t *r)
 	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 }
 
+FIBRIL_API lk_root_t *lk_root_ref(lk_root_t *r)
+{
+	lk__root_ref(r);
+	return r;
+}
+
 FIBRIL_API void lk_root_close(lk_root_t *r)
 {
 	if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) != 0)
@@ -86,7 +93,9 @@ FIBRIL_API void lk_root_close(lk_root_t *r)
 
 uint64_t lk__resolve_flags(const lk_root_t *r)
 {
-	uint64_t f = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	uint64_t f = RESOLVE_NO_MAGICLINKS;
+	if (r->symlinks != LK_SYMLINKS_FOLLOW_ANY)
+		f |= RESOLVE_BENEATH;
 	if (r->symlinks == LK_SYMLINKS_NEVER)
 		f |= RESOLVE_NO_SYMLINKS;
 	return f;

@@ -105,6 +105,41 @@ START_TEST(symlinks_never)
 }
 END_TEST
 
+/* LK_SYMLINKS_FOLLOW_ANY: links lead anywhere, magic links still not;
+ * the walk with LK_LOOKUP_STOP_SYMLINK still stops at the first one. */
+START_TEST(symlinks_follow_any)
+{
+	struct lk_root_opts o = { .symlinks = LK_SYMLINKS_FOLLOW_ANY };
+	lk_root_t *r;
+	ck_assert_int_eq(lk_root_open(tl_dir, &o, &r), 0);
+	struct lk_file f;
+	ck_assert_int_eq(lk_open(r, "abs/passwd", O_RDONLY, NULL, &f), 0);
+	ck_assert(S_ISREG(f.stx.stx_mode));
+	close(f.fd);
+	ck_assert_int_eq(lk_open(r, "up", O_RDONLY | O_DIRECTORY, NULL, &f), 0);
+	close(f.fd);
+	ck_assert_int_eq(lk_open(r, "in", O_RDONLY, NULL, &f), 0);
+	close(f.fd);
+	ck_assert_int_eq(lk_open(r, "magic/etc/passwd", O_RDONLY, NULL, &f), -ELOOP);
+	ck_assert_int_eq(lk_open(r, "l1", O_RDONLY, NULL, &f), -ELOOP);
+	struct lk_lookup_opts lo = { .oflags = O_PATH, .flags = LK_LOOKUP_STOP_SYMLINK };
+	struct lk_lookup l;
+	ck_assert_int_eq(lk_lookup(r, "abs/passwd", &lo, &l), 0);
+	ck_assert_int_eq(l.stopped, 1);
+	ck_assert_str_eq(l.link_target, "/etc");
+	ck_assert_str_eq(l.path, "abs");
+	lk_lookup_release(&l);
+	/* a reference outlives the opener's */
+	lk_root_t *r2 = lk_root_ref(r);
+	lk_root_close(r);
+	ck_assert_int_eq(lk_open(r2, "file", O_RDONLY, NULL, &f), 0);
+	close(f.fd);
+	lk_root_close(r2);
+	o.symlinks = (enum lk_symlinks)3;
+	ck_assert_int_eq(lk_root_open(tl_dir, &o, &r), -EINVAL);
+}
+END_TEST
+
 /* A root whose own entries are magic links: RESOLVE_NO_MAGICLINKS. */
 START_TEST(magic_links)
 {
@@ -223,6 +258,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, escapes_without_engine);
 	tcase_add_test(tc, escapes_in_fibril);
 	tcase_add_test(tc, symlinks_never);
+	tcase_add_test(tc, symlinks_follow_any);
 	tcase_add_test(tc, magic_links);
 	tcase_add_test(tc, result_has_statx);
 	tcase_add_test(tc, cancelled_group_refuses);

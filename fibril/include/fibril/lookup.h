@@ -23,7 +23,9 @@
  * (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): -EXDEV for "..", an
  * absolute path or an absolute/escaping symlink, -ELOOP for symlink loops,
  * magic links (/proc/self/root...) and, with LK_SYMLINKS_NEVER, any
- * symlink.
+ * symlink. A root opened with LK_SYMLINKS_FOLLOW_ANY gives up that
+ * containment: it is for callers that decide themselves where a path
+ * may lead (a policy of their own, checked with LK_LOOKUP_STOP_SYMLINK).
  */
 #ifndef FIBRIL_LOOKUP_H
 #define FIBRIL_LOOKUP_H
@@ -48,7 +50,12 @@ typedef struct lk_cred lk_cred_t;
 
 enum lk_symlinks {
 	LK_SYMLINKS_FOLLOW_BENEATH = 0, /**< follow symlinks that stay beneath the root (default) */
-	LK_SYMLINKS_NEVER = 1           /**< any symlink in a path fails with -ELOOP */
+	LK_SYMLINKS_NEVER = 1,          /**< any symlink in a path fails with -ELOOP */
+	/** symlinks followed wherever they lead, as openat(2) does (magic
+	 *  links still refused): no containment at all, not even of ".."
+	 *  in a relpath, which the caller must have removed (a normalised
+	 *  URL path) */
+	LK_SYMLINKS_FOLLOW_ANY = 2
 };
 
 #define LK_ROOT_DOTFILES 0x1u  /**< scans of this root show dotfiles by default */
@@ -68,6 +75,10 @@ FIBRIL_API int lk_root_open(const char *path, const struct lk_root_opts *o,
 /** Like lk_root_open() but takes ownership of @dirfd (a directory). */
 FIBRIL_API int lk_root_from_fd(int dirfd, const struct lk_root_opts *o,
                                lk_root_t **out);
+
+/** Takes a reference (dropped by lk_root_close()); returns @r. Any
+ *  thread. */
+FIBRIL_API lk_root_t *lk_root_ref(lk_root_t *r);
 
 /** The root's directory fd (owned by the root: do not close). */
 FIBRIL_API int lk_root_fd(const lk_root_t *r);
