@@ -122,6 +122,9 @@ void conf_free(struct conf *c)
 	for (size_t i = 0; i < c->ndirs; i++)
 		free(c->dirs[i].path);
 	free(c->dirs);
+	for (size_t i = 0; i < c->nallow; i++)
+		free(c->allow[i].path);
+	free(c->allow);
 	free(c->root);
 	free(c->user);
 	free(c->group);
@@ -398,6 +401,73 @@ static int listing_key(struct load *ld, struct conf_listing *l,
 	return 1;
 }
 
+static char *norm_dir(const char *p);
+
+/* In the order of enum conf_symlinks. */
+static const char *const link_policies[] = { "beneath", "follow", "if_owner_match", "never" };
+
+/* One allow path (@n bytes at @p), absolute, kept normalised. */
+static int add_allow(struct load *ld, const char *p, size_t n)
+{
+	struct conf *c = ld->c;
+	char buf[4096];
+	struct conf_allow *a;
+
+	if (n >= sizeof buf || p[0] != '/') {
+		report(ld, ld->line, "allow: expected an absolute directory path, got '%.*s'",
+		       (int)(n > 200 ? 200 : n), p);
+		return -1;
+	}
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	char *norm = norm_dir(buf);
+	if (!norm) {
+		report(ld, ld->line, "allow: '%s': '.' and '..' segments are not allowed", buf);
+		return -1;
+	}
+	a = realloc(c->allow, (c->nallow + 1) * sizeof *a);
+	if (!a) {
+		free(norm);
+		report(ld, ld->line, "out of memory");
+		return -1;
+	}
+	c->allow = a;
+	c->allow[c->nallow++] = (struct conf_allow){ .path = norm, .line = ld->line };
+	return 0;
+}
+
+/* allow = PATH [PATH...]: separated by blanks, each may be quoted
+ * ("/mnt/my data"); the key may be repeated. */
+static void allow_key(struct load *ld, const char *v)
+{
+	if (!*v) {
+		report(ld, ld->line, "allow: empty value");
+		return;
+	}
+	while (*v) {
+		const char *p, *end;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (!*v)
+			break;
+		if (*v == '"') {
+			p = v + 1;
+			end = strchr(p, '"');
+			if (!end) {
+				report(ld, ld->line, "allow: unterminated quote in '%s'", v);
+				return;
+			}
+			v = end + 1;
+		} else {
+			p = v;
+			end = p + strcspn(p, " \t");
+			v = end;
+		}
+		if (add_allow(ld, p, (size_t)(end - p)) < 0)
+			return;
+	}
+}
+
 static int server_key(struct load *ld, const char *name, const char *v)
 {
 	struct conf *c = ld->c;
@@ -457,6 +527,16 @@ static int server_key(struct load *ld, const char *name, const char *v)
 		if ((i = pick(v, levels, CONF_LOG_DEBUG + 1)) < 0)
 			BAD("log_level: expected error, warning, notice, info or debug, got '%s'", v);
 		c->log_level = i;
+		return 1;
+	}
+	if (!strcmp(name, "symlinks")) {
+		if ((i = pick(v, link_policies, 4)) < 0)
+			BAD("symlinks: expected beneath, follow, if_owner_match or never, got '%s'", v);
+		c->symlinks = (enum conf_symlinks)i;
+		return 1;
+	}
+	if (!strcmp(name, "allow")) {
+		allow_key(ld, v);
 		return 1;
 	}
 	if (!strcmp(name, "sidecars")) {
@@ -695,6 +775,11 @@ int conf_validate(struct conf *c, conf_err_fn *err, void *arg)
 		report(&ld, 0, "%s is set but %s is not",
 		       c->ssl_certificate ? "ssl_certificate" : "ssl_certificate_key",
 		       c->ssl_certificate ? "ssl_certificate_key" : "ssl_certificate");
+	/* allow widens beneath only: under the other policies it would
+	 * silently do nothing */
+	for (size_t i = 0; i < c->nallow && c->symlinks != CONF_LINKS_BENEATH; i++)
+		report(&ld, c->allow[i].line, "allow: only used with symlinks = beneath "
+		       "(symlinks = %s)", link_policies[c->symlinks]);
 	if (c->ndirs)
 		qsort(c->dirs, c->ndirs, sizeof *c->dirs, dir_cmp);
 	return ld.errors;

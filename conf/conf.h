@@ -23,6 +23,21 @@ enum conf_dotfiles { CONF_DOT_OFF = 0, CONF_DOT_SERVE, CONF_DOT_LIST };
  *  the root, or never. */
 enum conf_symlink_targets { CONF_TARGETS_BENEATH = 0, CONF_TARGETS_OFF };
 
+/** How symlinks on a served path are treated (symlinks = ...). */
+enum conf_symlinks {
+	CONF_LINKS_BENEATH = 0,   /**< followed while they stay beneath the root,
+	                               or lead into an allow tree (default) */
+	CONF_LINKS_FOLLOW,        /**< followed wherever they lead */
+	CONF_LINKS_OWNER,         /**< followed when the link's owner owns its target */
+	CONF_LINKS_NEVER          /**< any symlink on the path refuses it */
+};
+
+/** One `allow` tree: an absolute path, normalised. */
+struct conf_allow {
+	char *path;
+	int line;                     /**< where it was given */
+};
+
 /** One `listen` value, resolved. */
 struct conf_listen {
 	char *text;                   /**< the address as written, e.g. "127.0.0.1:8080" (no flags) */
@@ -87,6 +102,9 @@ struct conf {
 	char *ssl_certificate;        /**< PEM certificate chain for ssl listeners, or NULL */
 	char *ssl_certificate_key;    /**< PEM private key for ssl listeners, or NULL */
 	int ssl_line;                 /**< line of the first ssl listener (0: command line) */
+	enum conf_symlinks symlinks;  /**< (default beneath) */
+	struct conf_allow *allow;     /**< nallow trees symlinks may lead into */
+	size_t nallow;
 	struct conf_listing listing;
 	struct conf_dir *dirs;        /**< ndirs [dir] sections, longest path first after validate */
 	size_t ndirs;

@@ -26,6 +26,7 @@
  *   reqhdr.c          request headers copied and checked (proto/reqcheck)
  *   static.c          what a path is: file, directory, index, redirect,
  *                     sidecar, cache, listing
+ *   paths.c           where a path may lead: the symlinks policy
  *   listing*.c        directory listings (listing_int.h)
  *   body.c            file bodies: in memory, sendfile, multipart
  *   fcache*.c         the small-file cache (fcache.h)
@@ -81,6 +82,7 @@ struct fsd_server {
 	struct fsd_worker *workers; /* conf.workers */
 	unsigned nstarted;          /* workers whose thread runs or is to be joined */
 	char *tls_cert, *tls_key;   /* PEM of the ssl listeners, or NULL (tls.c) */
+	struct fsd_paths *paths;    /* the symlinks policy's other roots (paths.h) */
 };
 /* The server this thread serves: main() sets its own, each worker its
  * worker's (worker.c), so that workers started with a new configuration

@@ -9,6 +9,7 @@ fileserverd_SOURCES = \
 	daemon/respond.c \
 	daemon/reqhdr.c daemon/reqhdr.h \
 	daemon/static.c \
+	daemon/paths.c daemon/paths.h \
 	daemon/body.c daemon/body.h \
 	daemon/listing.c daemon/listing.h \
 	daemon/log.c daemon/log.h \
@@ -38,6 +39,7 @@ DAEMON_IT = t/daemon/basic.sh t/daemon/hostile.sh t/daemon/cli.sh t/daemon/range
 DAEMON_IT += t/daemon/serve-policy.sh t/daemon/serve-body.sh
 DAEMON_IT += t/daemon/negotiate.sh
 DAEMON_IT += t/daemon/reload.sh t/daemon/reload-load.sh t/daemon/reload-priv.sh t/daemon/drain.sh
+DAEMON_IT += t/daemon/symlinks.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh

@@ -56,7 +56,7 @@ static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
 
 	lst_run_scan_opts(r, cfg, rq->group, &o);
 	o.dir = dir;
-	int rc = lk_scan_open(fsd->lkroot, r->relpath, &o, &r->scan);
+	int rc = lk_scan_open(r->root, r->scanpath, &o, &r->scan);
 	return rc < 0 ? rc : 0;
 }
 
@@ -104,8 +104,8 @@ static void respond_whole(struct fsd_req *rq, struct lst_run *r, const char *inm
 /* Sets @r up for the request and takes a place in the worker's bound;
  * false when @rq is answered instead (dir->fd closed). */
 static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir,
-                      const char *urlpath, const char *relpath,
-                      const struct conf_listing *cfg)
+                      const char *urlpath, const char *relpath, lk_root_t *root,
+                      const char *scanpath, const struct conf_listing *cfg)
 {
 	int st = lst_params_parse(&r->p, rq->uri, &rq->h, cfg);
 
@@ -123,7 +123,10 @@ static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir
 	}
 	r->urlpath = strdup(urlpath);
 	r->relpath = strdup(relpath);
-	if (!r->urlpath || !r->relpath || (r->p.gzip && lst_gz_init(&r->gz) < 0)) {
+	r->scanpath = strdup(scanpath);
+	r->root = root ? lk_root_ref(root) : NULL;
+	if (!r->urlpath || !r->relpath || !r->scanpath || !r->root ||
+	    (r->p.gzip && lst_gz_init(&r->gz) < 0)) {
 		close(dir->fd);
 		lst_run_free(r);
 		fsd_req_error(rq, 500);
@@ -228,6 +231,7 @@ static int respond_stream(struct fsd_req *rq, struct lst_run *r)
 
 int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
                        const char *urlpath, const char *relpath,
+                       lk_root_t *root, const char *scanpath,
                        const struct conf_listing *cfg)
 {
 	const char *inm = rq->h.if_none_match;
@@ -240,7 +244,7 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		close(dir->fd);
 		return -ENOSYS;
 	}
-	if (!run_start(rq, &r, dir, urlpath, relpath, cfg))
+	if (!run_start(rq, &r, dir, urlpath, relpath, root, scanpath, cfg))
 		return 0;
 	if (!inm && !r.p.q.limit && dir->stx.stx_size >= LST_EARLY_DIR_BYTES) {
 		/* A large directory: the status, headers and prologue leave

@@ -19,8 +19,11 @@
  *           takes ownership of dir->fd (close it, or hand it to a scan).
  *  urlpath  decoded, normalised URL path of the directory, ending in '/'
  *           ("/", "/a/b c/").
- *  relpath  the same path relative to the root for lk_scan_open()
- *           ("." for the root, "a/b c" otherwise).
+ *  relpath  the same path relative to the root, for messages ("." for
+ *           the root, "a/b c" otherwise).
+ *  root, scanpath
+ *           what lk_scan_open() scans (the symlinks policy's choice,
+ *           daemon/paths.h): the hook takes its own reference to root.
  *  cfg      the effective [listing]/[dir] settings for urlpath.
  *
  * Returns 0 when answered. Returns -ENOSYS to let the caller answer 403
@@ -36,9 +39,11 @@
 #include "daemon/daemon.h"
 
 struct lk_file;
+struct lk_root;
 
 int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
                        const char *urlpath, const char *relpath,
+                       struct lk_root *root, const char *scanpath,
                        const struct conf_listing *cfg);
 
 /*

@@ -82,6 +82,8 @@ struct lst_run {
 	struct lst_params p;
 	struct proto_listing l;   /* the renderer; l.path is urlpath */
 	char *urlpath, *relpath;  /* owned copies (the stream outlives the request) */
+	lk_root_t *root;          /* scanned beneath this root (a reference) ... */
+	char *scanpath;           /* ... by this path (the symlinks policy's, paths.h) */
 	lk_scan_t *scan;
 	/* Started before the scan (a large directory): the scan is opened
 	 * by the stream, from @dir (fd owned) with @so (after, flags...). */

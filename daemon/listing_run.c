@@ -138,6 +138,9 @@ void lst_run_free(struct lst_run *r)
 	free(r->cursor);
 	free(r->urlpath);
 	free(r->relpath);
+	free(r->scanpath);
+	if (r->root)
+		lk_root_close(r->root);
 	memset(r, 0, sizeof *r);
 }
 
@@ -178,7 +181,7 @@ int lst_run_open(struct lst_run *r)
 	int rc;
 
 	r->so.dir = &r->dir;
-	rc = lk_scan_open(fsd->lkroot, r->relpath, &r->so, &r->scan);
+	rc = lk_scan_open(r->root, r->scanpath, &r->so, &r->scan);
 	r->so.dir = NULL;
 	close(r->dir.fd);
 	r->deferred = false;

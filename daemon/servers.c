@@ -10,6 +10,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/mime.h"
+#include "daemon/paths.h"
 #include "daemon/priv.h"
 #include "daemon/tls.h"
 
@@ -118,6 +119,7 @@ struct fsd_server *fsd_server_new(const struct fsd_args *a, bool reload,
 			s->lknolinks = NULL;
 		}
 	}
+	*errors += fsd_paths_open(s, srv_err, reload ? c : NULL);
 	r = fsd_mime_load(s, c->mime_types);
 	if (r == -ENOMEM)
 		goto fail;
@@ -251,6 +253,7 @@ void fsd_server_free(struct fsd_server *s)
 			close(s->listen_fds[l]);
 	free(s->listen_fds);
 	free(s->workers);
+	fsd_paths_close(s);
 	if (s->lknolinks)
 		lk_root_close(s->lknolinks);
 	if (s->lkroot)

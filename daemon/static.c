@@ -6,6 +6,7 @@
 #include "daemon/listing.h"
 #include "daemon/log.h"
 #include "daemon/mime.h"
+#include "daemon/paths.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,97 +39,121 @@
  * Only regular files and directories: anything else (FIFO, socket,
  * device) is refused with 403 before it is opened (opening a device runs
  * its driver; a FIFO's open wakes its writer). Each path is first opened
- * with O_PATH, which opens nothing, its type checked, and only then
- * opened for reading; the second open must find the same inode (a swap
- * in between answers 503).
+ * with O_PATH, which opens nothing, under the symlinks policy
+ * (paths.h), its type checked, and only then opened for reading from
+ * where the policy found it; the second open must find the same inode (a
+ * swap in between answers 503).
  *
  * The [listing] and [dir] keys hold for the URL path and for the path
  * the file resolves to beneath the root (after its symlinks): a name
  * hidden (dotfiles = off) under either is 404, and a directory is listed
  * only if both allow it. The resolved path is asked of /proc only when
  * the path holds a symlink: the first O_PATH open goes through a root
- * that refuses every symlink, and only its -ELOOP leads to the real one.
+ * that refuses every symlink, and only its -ELOOP leads to the policy.
+ * A file found through a symlink outside the root (an allow tree;
+ * follow or if_owner_match) has no path beneath it: the URL path's
+ * settings hold, and its dotfiles setting judges the path beneath the
+ * allow tree, or else the real path.
  */
 
-/* The path of @fd beneath the root, in URL form ("/a/b", "/" for the
- * root), from /proc. 0, or -EACCES (logged) when it cannot be told. */
-static int resolved_path(int fd, char *out, size_t outsz)
-{
-	char link[40], root[PATH_MAX];
-	ssize_t rn, n;
+/* What open_served() opened. */
+struct served {
+	struct lk_file f;       /* O_RDONLY */
+	bool linked;            /* through a symlink: never cached */
+	lk_root_t *scan_root;   /* a directory: what its listing scans (a
+	                           reference), or NULL */
+	char *scan_path;        /* ... and by which path (malloc'd) */
+};
 
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fsd->rootfd);
-	rn = readlink(link, root, sizeof root - 1);
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	n = readlink(link, out, outsz - 1);
-	if (rn <= 0 || n <= 0 || (size_t)n >= outsz - 1) {
-		fsd_log(LOG_ERR, "cannot tell where a symlink leads (/proc/self/fd: %s): refused",
-		        rn <= 0 || n <= 0 ? strerror(errno) : "path too long");
-		return -EACCES;
+static void served_drop(struct served *sv)
+{
+	if (sv->scan_root)
+		lk_root_close(sv->scan_root);
+	free(sv->scan_path);
+	sv->scan_root = NULL;
+	sv->scan_path = NULL;
+}
+
+/* The [dir]/dotfiles rules for what @fo resolved to (not FSD_AT_PLAIN),
+ * with @cfg (may be NULL) taking the stricter settings. 0, -ENOENT
+ * (hidden) or -EACCES. @res receives the judged path; *beneath whether
+ * it lies beneath the root. */
+static int judge(const struct fsd_found *fo, const char *rel, char *res, size_t ressz,
+                 int *beneath, struct conf_listing *cfg)
+{
+	struct conf_listing rc;
+	int r = fsd_paths_judged(fo, res, ressz);
+
+	*beneath = r;
+	if (r < 0)
+		return r;
+	if (r)
+		conf_listing_for(&fsd->conf, res, &rc);
+	else {
+		/* outside the root: the URL path's settings */
+		size_t n = strlen(rel);
+		char *url = malloc(n + 2);
+		if (!url)
+			return -ENOMEM;
+		url[0] = '/';
+		memcpy(url + 1, rel, n + 1);
+		conf_listing_for(&fsd->conf, url, &rc);
+		free(url);
 	}
-	out[n] = 0;
-	if (rn == 1)
-		return 0;       /* the root is "/" */
-	if (n < rn || memcmp(out, root, (size_t)rn) || (out[rn] && out[rn] != '/')) {
-		fsd_log(LOG_ERR, "a path resolved outside the root (a mount moved?): refused");
-		return -EACCES;
+	if (rc.dotfiles == CONF_DOT_OFF && proto_path_hidden(res, strlen(res)))
+		return -ENOENT;
+	if (cfg) {
+		cfg->enabled = cfg->enabled && rc.enabled;
+		if (rc.dotfiles < cfg->dotfiles)
+			cfg->dotfiles = rc.dotfiles;
 	}
-	if (n == rn)
-		memcpy(out, "/", 2);
-	else
-		memmove(out, out + rn, (size_t)(n - rn) + 1);
 	return 0;
 }
 
-/* Opens @rel for serving: a regular file, or a directory if @dir_ok.
- * Returns 0 with *out (opened O_RDONLY), -EPERM for any other type,
- * -ENOENT for a name the resolved path hides, -EAGAIN if the file
- * changed between the two opens, or the lookup's -errno. @cfg, if not
- * NULL, holds the URL path's settings and receives the stricter of
- * them and the resolved path's. */
+/* Opens @rel for serving: a regular file, or a directory if @dir_ok
+ * (then with what its listing scans). Returns 0 with *out, -EPERM for
+ * any other type, -ENOENT for a name the resolved path hides, -EAGAIN
+ * if the file changed between the two opens, or the policy's -errno
+ * (fsd_paths_resolve). @cfg, if not NULL, holds the URL path's settings
+ * and receives the stricter of them and the resolved path's. */
 static int open_served(struct fsd_req *rq, const char *rel, bool dir_ok,
-                       struct lk_file *out, struct conf_listing *cfg)
+                       struct served *out, struct conf_listing *cfg)
 {
-	lk_root_t *root = NULL;
-	struct lk_file p;
+	struct fsd_found fo;
 	char res[PATH_MAX];
-	bool linked = false;
-	int r = -ELOOP;
+	int beneath = 1;
+	int r = fsd_paths_resolve(rq, rel, &fo);
 
-	if (fsd->lknolinks) {
-		root = fsd->lknolinks;
-		r = lk_open(root, rel, O_PATH, rq->group, &p);
-	}
-	if (r == -ELOOP) {
-		root = fsd->lkroot;
-		linked = true;
-		r = lk_open(root, rel, O_PATH, rq->group, &p);
-	}
+	memset(out, 0, sizeof *out);
+	out->f.fd = -1;
 	if (r < 0)
 		return r;
-	bool dir = S_ISDIR(p.stx.stx_mode);
-	if (!S_ISREG(p.stx.stx_mode) && !(dir_ok && dir))
+	out->linked = fo.where != FSD_AT_PLAIN;
+	bool dir = S_ISDIR(fo.f.stx.stx_mode);
+	if (!S_ISREG(fo.f.stx.stx_mode) && !(dir_ok && dir))
 		r = -EPERM;
-	else if (linked && (r = resolved_path(p.fd, res, sizeof res)) == 0) {
-		struct conf_listing rc;
-		conf_listing_for(&fsd->conf, res, &rc);
-		if (rc.dotfiles == CONF_DOT_OFF && proto_path_hidden(res, strlen(res)))
-			r = -ENOENT;
-		else if (cfg) {
-			cfg->enabled = cfg->enabled && rc.enabled;
-			if (rc.dotfiles < cfg->dotfiles)
-				cfg->dotfiles = rc.dotfiles;
-		}
-	}
+	else if (out->linked)
+		r = judge(&fo, rel, res, sizeof res, &beneath, cfg);
 	if (r == 0)
-		r = lk_open(root, rel, OPEN_FLAGS | (dir ? O_DIRECTORY : 0), rq->group, out);
-	if (r == 0 && (out->stx.stx_ino != p.stx.stx_ino ||
-	               out->stx.stx_dev_major != p.stx.stx_dev_major ||
-	               out->stx.stx_dev_minor != p.stx.stx_dev_minor)) {
-		close(out->fd);
+		r = lk_open(fo.root, fo.path, OPEN_FLAGS | (dir ? O_DIRECTORY : 0), rq->group,
+		            &out->f);
+	if (r == 0 && (out->f.stx.stx_ino != fo.f.stx.stx_ino ||
+	               out->f.stx.stx_dev_major != fo.f.stx.stx_dev_major ||
+	               out->f.stx.stx_dev_minor != fo.f.stx.stx_dev_minor)) {
+		close(out->f.fd);
 		r = -EAGAIN;
 	}
-	close(p.fd);
+	if (r == 0 && dir) {
+		const char *sp;
+		out->scan_root = fsd_paths_scan_root(&fo, rel, res, beneath, out->f.fd, &sp, &r);
+		if (out->scan_root && !(out->scan_path = strdup(sp)))
+			r = -ENOMEM;
+		if (r < 0) {
+			served_drop(out);
+			close(out->f.fd);
+		}
+	}
+	fsd_found_release(&fo);
 	return r;
 }
 
@@ -142,6 +167,7 @@ struct repr {
 	struct fsd_validators v;   /* pointing at etag and lastmod */
 	time_t mtime;           /* -1 when it has no HTTP-date */
 	const char *ctype;
+	bool linked;            /* the file came through a symlink */
 };
 
 static void add_entity_headers(struct MHD_Response *resp, const struct repr *rp)
@@ -169,35 +195,36 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 	if (!ae)
 		return;
 	for (size_t i = 0; i < FSD_NSIDECARS; i++) {
-		struct lk_file s;
+		struct served s;
 		if (!proto_accepts_encoding(ae, fsd_sidecars[i].coding))
 			continue;
 		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, fsd_sidecars[i].ext) >= sizeof path)
 			return;
 		if (open_served(rq, path, false, &s, NULL) < 0)
 			continue;
-		const struct statx_timestamp *a = &s.stx.stx_mtime, *b = &rp->f.stx.stx_mtime;
+		const struct statx_timestamp *a = &s.f.stx.stx_mtime, *b = &rp->f.stx.stx_mtime;
 		bool fresh = a->tv_sec > b->tv_sec ||
 		             (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
 		if (!fresh) {
-			close(s.fd);
+			close(s.f.fd);
 			continue;
 		}
 		close(rp->f.fd);
-		rp->f = s;
+		rp->f = s.f;
 		rp->encoding = fsd_sidecars[i].coding;
 		return;
 	}
 }
 
-/* What is sent for @f (owned from here on), and its validators. */
-static void repr_make(struct fsd_req *rq, struct repr *rp, struct lk_file *f,
+/* What is sent for @sv's file (owned from here on), and its validators. */
+static void repr_make(struct fsd_req *rq, struct repr *rp, struct served *sv,
                       const char *rel, const char *name)
 {
 	char suffix[8];
 
-	rp->f = *f;
-	f->fd = -1;
+	rp->f = sv->f;
+	rp->linked = sv->linked;
+	sv->f.fd = -1;
 	rp->ctype = fsd_mime_type(name);
 	pick_sidecar(rq, rel, rp);
 	if (rp->encoding)
@@ -272,13 +299,13 @@ static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
 	return false;
 }
 
-static void serve_file(struct fsd_req *rq, struct lk_file *f,
+static void serve_file(struct fsd_req *rq, struct served *sv,
                        const char *rel, const char *name)
 {
 	struct repr rp = { .encoding = NULL };
 	struct MHD_Response *resp;
 
-	repr_make(rq, &rp, f, rel, name);
+	repr_make(rq, &rp, sv, rel, name);
 	if (fsd_req_preconditions(rq, &rp.v, rp.mtime)) {
 		close(rp.f.fd);
 		return;
@@ -286,8 +313,10 @@ static void serve_file(struct fsd_req *rq, struct lk_file *f,
 	if (serve_ranges(rq, &rp, rel))
 		return;
 	uint64_t size = rp.f.stx.stx_size;
+	/* The cache keys on the URL path and watches the directories on
+	 * it: a file behind a symlink (another tree) is not cached. */
 	resp = fsd_body(rq, rp.f.fd, 0, size, rel,
-	                rp.encoding ? NULL : &rp.f.stx);
+	                rp.encoding || rp.linked ? NULL : &rp.f.stx);
 	if (!resp) {
 		fsd_req_error(rq, 500);
 		return;
@@ -319,23 +348,24 @@ static void redirect_slash(struct fsd_req *rq, const struct proto_target *t)
 	free(loc);
 }
 
-static void serve_dir(struct fsd_req *rq, struct lk_file *f,
+/* @d (a directory) is closed and its scan root dropped on return. */
+static void serve_dir(struct fsd_req *rq, struct served *d,
                       const struct proto_target *t, const char *rel,
                       struct conf_listing *cfg)
 {
 	int r;
 
 	if (!t->trailing_slash) {
-		close(f->fd);
+		close(d->f.fd);
 		redirect_slash(rq, t);
 		return;
 	}
 	if (fsd->conf.index[0]) {
 		char ipath[PATH_MAX];
-		struct lk_file fi;
+		struct served fi;
 		if ((size_t)snprintf(ipath, sizeof ipath, "%s%s", t->path + 1,
 		                     fsd->conf.index) >= sizeof ipath) {
-			close(f->fd);
+			close(d->f.fd);
 			fsd_req_error(rq, 414);
 			return;
 		}
@@ -343,12 +373,12 @@ static void serve_dir(struct fsd_req *rq, struct lk_file *f,
 		 * index: the directory is listed. */
 		r = open_served(rq, ipath, false, &fi, NULL);
 		if (r == 0) {
-			close(f->fd);
+			close(d->f.fd);
 			serve_file(rq, &fi, ipath, fsd->conf.index);
 			return;
 		}
 		if (r != -ENOENT && r != -EPERM) {
-			close(f->fd);
+			close(d->f.fd);
 			fsd_req_fs_error(rq, "open", ipath, r);
 			return;
 		}
@@ -356,14 +386,14 @@ static void serve_dir(struct fsd_req *rq, struct lk_file *f,
 	char relbuf[PATH_MAX];
 	size_t rl = strlen(rel);
 	if (rl >= sizeof relbuf) {
-		close(f->fd);
+		close(d->f.fd);
 		fsd_req_error(rq, 414);
 		return;
 	}
 	memcpy(relbuf, rel, rl + 1);
 	if (rl > 1 && relbuf[rl - 1] == '/')
 		relbuf[rl - 1] = 0;
-	r = fsd_listing_handle(rq, f, t->path, relbuf, cfg);
+	r = fsd_listing_handle(rq, &d->f, t->path, relbuf, d->scan_root, d->scan_path, cfg);
 	if (r < 0)
 		fsd_req_error(rq, 403);
 }
@@ -388,7 +418,7 @@ void fsd_static_handle(struct fsd_req *rq)
 	char buf[8192];
 	struct proto_target t;
 	struct conf_listing cfg;
-	struct lk_file f;
+	struct served f;
 	const char *rel, *name;
 	int r;
 
@@ -424,13 +454,14 @@ void fsd_static_handle(struct fsd_req *rq)
 		fsd_req_fs_error(rq, "open", rel, r);
 		return;
 	}
-	if (S_ISDIR(f.stx.stx_mode)) {
+	if (S_ISDIR(f.f.stx.stx_mode)) {
 		serve_dir(rq, &f, &t, rel, &cfg);
+		served_drop(&f);
 		return;
 	}
 	if (t.trailing_slash) {
 		/* "/file.txt/": a file is not a directory */
-		close(f.fd);
+		close(f.f.fd);
 		fsd_req_error(rq, 404);
 		return;
 	}
