@@ -230,6 +230,48 @@ START_TEST(dotfiles_and_targets)
 }
 END_TEST
 
+/* symlinks and allow: the list forms, normalised paths, the errors. */
+START_TEST(symlinks_and_allow)
+{
+	struct conf c;
+
+	ck_assert_int_eq(load(&c, "[server]\n"
+	                          "allow = /mnt/nfs//data/ \"/srv/my data\"\n"
+	                          "allow = /\n"), 0);
+	ck_assert_int_eq(c.symlinks, CONF_LINKS_BENEATH);
+	ck_assert_uint_eq(c.nallow, 3);
+	ck_assert_str_eq(c.allow[0].path, "/mnt/nfs/data");
+	ck_assert_str_eq(c.allow[1].path, "/srv/my data");
+	ck_assert_str_eq(c.allow[2].path, "/");
+	ck_assert_int_eq(c.allow[2].line, 3);
+	conf_free(&c);
+
+	ck_assert_int_eq(load(&c, "[server]\nsymlinks = IF_OWNER_MATCH\n"), 0);
+	ck_assert_int_eq(c.symlinks, CONF_LINKS_OWNER);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nsymlinks = never\n"), 0);
+	ck_assert_int_eq(c.symlinks, CONF_LINKS_NEVER);
+	conf_free(&c);
+
+	ck_assert_int_eq(load(&c, "[server]\n"
+	                          "symlinks = maybe\n"
+	                          "allow = data\n"
+	                          "allow = /a/../b\n"
+	                          "allow = \"/unterminated\n"
+	                          "allow =\n"), 5);
+	expect_msg(0, 2, "symlinks: expected beneath, follow, if_owner_match or never, got 'maybe'");
+	expect_msg(1, 3, "allow: expected an absolute directory path, got 'data'");
+	expect_msg(2, 4, "'.' and '..' segments");
+	expect_msg(3, 5, "unterminated quote");
+	expect_msg(4, 6, "allow: empty value");
+	conf_free(&c);
+
+	ck_assert_int_eq(load(&c, "[server]\nallow = /srv\nsymlinks = follow\n"), 1);
+	expect_msg(0, 2, "allow: only used with symlinks = beneath (symlinks = follow)");
+	conf_free(&c);
+}
+END_TEST
+
 START_TEST(key_outside_section)
 {
 	struct conf c;
@@ -417,6 +459,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, syntax_errors);
 	tcase_add_test(tc, shutdown_timeout);
 	tcase_add_test(tc, listen_flags);
+	tcase_add_test(tc, symlinks_and_allow);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -34,6 +34,11 @@ ln -s /etc/passwd "$N/esc"           # the tree's own links may not leave it
 ln -s ../outside "$N/esc2"
 ln -s f.txt "$N/inlink"              # ... but may stay inside
 echo "secret" > "$O/secret"
+# a precompressed sidecar that is a symlink (newer than its file)
+echo "side plain" > "$W/side.txt"
+echo "side plain" | gzip -c > "$W/sub/side.txt.gz"
+touch -d '+1 minute' "$W/sub/side.txt.gz"
+ln -s sub/side.txt.gz "$W/side.txt.gz"
 # if_owner_match: links owned by nobody, to root's files and to nobody's
 ln -s file.txt "$W/owned" && chown -h nobody "$W/owned"
 ln -s /etc/passwd "$W/npasswd" && chown -h nobody "$W/npasswd"
@@ -56,6 +61,11 @@ conf() {
 }
 
 body() { curl -s "$URL$1"; }
+# the Content-Encoding of PATH asked with Accept-Encoding: gzip
+coding() {
+	curl -s -o /dev/null -D - -H 'Accept-Encoding: gzip' "$URL$1" |
+		tr -d '\r' | awk -F': ' 'tolower($1) == "content-encoding" { print $2 }'
+}
 
 # status checks for a list of "PATH CODE" pairs
 codes() {
@@ -75,6 +85,7 @@ beneath_checks() {
 		/passwd 404 /slash/etc/passwd 404 /slash/ 404 /up/secret 404 \
 		/data/f.txt 404 /rdata/f.txt 404
 	check "beneath: link inside to a file" "root file" "$(body /lfile)"
+	check "beneath: a sidecar through a link inside" gzip "$(coding /side.txt)"
 	check_match "beneath: listing shows a target beneath the root" \
 		'"name":"lfile"[^}]*"target":"file.txt"' "$(body /)"
 	stop_daemon
@@ -138,6 +149,8 @@ never_checks() {
 	start_daemon -c "$T/fsd.conf"
 	codes never /file.txt 200 /sub/inner.txt 200 /sub/ 200 /lfile 403 /ldir/ 403 \
 		/ldir/inner.txt 403 /passwd 403 /slash/etc/passwd 403 /data/f.txt 403
+	check "never: no sidecar through a symlink" "" "$(coding /side.txt)"
+	check "never: the file itself instead" "side plain" "$(body /side.txt)"
 	if body / | grep -q '"target"'; then
 		not_ok "never: listing shows a symlink target"
 	else ok "never: listing shows no symlink target"; fi
