@@ -33,6 +33,11 @@ echo "git config" > "$N/.git/config"
 ln -s /etc/passwd "$N/esc"           # the tree's own links may not leave it
 ln -s ../outside "$N/esc2"
 ln -s f.txt "$N/inlink"              # ... but may stay inside
+ln -s "$W/file.txt" "$N/back"        # ... and not lead back into the root
+ln -s data "$W/chain"                # a link inside the root to the link out
+ln -s loop2 "$W/loop1"
+ln -s loop1 "$W/loop2"
+ln -s nothere "$W/dangling"
 echo "secret" > "$O/secret"
 # a precompressed sidecar that is a symlink (newer than its file)
 echo "side plain" > "$W/side.txt"
@@ -95,7 +100,8 @@ beneath_checks() {
 	codes allow /data/f.txt 200 /rdata/f.txt 200 /data/dir/ 200 /data/site/ 200 \
 		/data/inlink 200 /data/esc 404 /data/esc2 404 /data/esc2/secret 404 \
 		/passwd 404 /slash/etc/passwd 404 /slash/ 404 /up/secret 404 \
-		/pub/config 404 /data/.git/config 404 /lfile 200 /ldir/inner.txt 200
+		/pub/config 404 /data/.git/config 404 /lfile 200 /ldir/inner.txt 200 \
+		/data/back 404 /chain/f.txt 200 /chain/dir/ 200 /loop1 403 /dangling 404
 	check "allow: file through the link" "nfs file" "$(body /data/f.txt)"
 	check "allow: relative link into the tree" "nfs file" "$(body /rdata/f.txt)"
 	check "allow: index file in the tree" "<p>nfs index</p>" "$(body /data/site/)"
@@ -115,6 +121,13 @@ beneath_checks() {
 	echo "nfs changed" > "$N/f.txt.new" && mv "$N/f.txt.new" "$N/f.txt"
 	check "allow: a change in the tree is served at once" "nfs changed" "$(body /data/f.txt)"
 	echo "nfs file" > "$N/f.txt"
+	stop_daemon
+
+	# [dir] sections hold for the URL path of a file in an allow tree
+	conf beneath "allow = $N"
+	printf '[dir "/data/dir"]\nlisting = off\n' >> "$T/fsd.conf"
+	start_daemon -c "$T/fsd.conf"
+	codes "allow, [dir]" /data/dir/ 403 /data/dir/a.txt 200 /data/ 200
 	stop_daemon
 }
 
@@ -138,7 +151,8 @@ owner_checks() {
 	# root's links to root's files (the daemon's own tree) are followed,
 	# wherever they lead; nobody's links to root's files are not
 	codes if_owner_match /lfile 200 /ldir/inner.txt 200 /passwd 200 \
-		/owned 403 /npasswd 403 /nslash/etc/passwd 403 /nslash/ 403 /nob 200
+		/owned 403 /npasswd 403 /nslash/etc/passwd 403 /nslash/ 403 /nob 200 \
+		/dangling 404 /loop1 403
 	check "if_owner_match: same owners, outside the root" "nobody's" "$(body /nob)"
 	check "if_owner_match: same owners" "root file" "$(body /lfile)"
 	stop_daemon
