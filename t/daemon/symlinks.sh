@@ -39,6 +39,11 @@ ln -s loop2 "$W/loop1"
 ln -s loop1 "$W/loop2"
 ln -s nothere "$W/dangling"
 echo "secret" > "$O/secret"
+# a directory large enough (its own size) that its listing streams and
+# opens its scan later, from the loop
+mkdir "$N/big"
+python3 -c 'import sys
+for i in range(9000): open("%s/f%05d" % (sys.argv[1], i), "w").close()' "$N/big"
 # a precompressed sidecar that is a symlink (newer than its file)
 echo "side plain" > "$W/side.txt"
 echo "side plain" | gzip -c > "$W/sub/side.txt.gz"
@@ -105,6 +110,8 @@ beneath_checks() {
 	check "allow: file through the link" "nfs file" "$(body /data/f.txt)"
 	check "allow: relative link into the tree" "nfs file" "$(body /rdata/f.txt)"
 	check "allow: index file in the tree" "<p>nfs index</p>" "$(body /data/site/)"
+	check "allow: a large listing in the tree, streamed" 9000 \
+		"$(body '/data/big/?format=ndjson' | grep -c '"name":"f')"
 	local l
 	l=$(body /data/dir/)
 	check_match "allow: listing of a directory in the tree" '"name":"a.txt"' "$l"
