@@ -38,6 +38,12 @@ ln -s data "$W/chain"                # a link inside the root to the link out
 ln -s loop2 "$W/loop1"
 ln -s loop1 "$W/loop2"
 ln -s nothere "$W/dangling"
+# ".." in targets: from a subdirectory up and out into the tree; after a
+# component of the target (left to the kernel, beneath the tree); one
+# that climbs out of the tree
+ln -s ../../nfsdata/f.txt "$W/sub/deep"
+ln -s "$N/dir/../site" "$W/odd"
+ln -s "$N/../outside" "$W/odd2"
 echo "secret" > "$O/secret"
 # a directory large enough (its own size) that its listing streams and
 # opens its scan later, from the loop
@@ -106,7 +112,9 @@ beneath_checks() {
 		/data/inlink 200 /data/esc 404 /data/esc2 404 /data/esc2/secret 404 \
 		/passwd 404 /slash/etc/passwd 404 /slash/ 404 /up/secret 404 \
 		/pub/config 404 /data/.git/config 404 /lfile 200 /ldir/inner.txt 200 \
-		/data/back 404 /chain/f.txt 200 /chain/dir/ 200 /loop1 403 /dangling 404
+		/data/back 404 /chain/f.txt 200 /chain/dir/ 200 /loop1 403 /dangling 404 \
+		/sub/deep 200 /odd/ 200 /odd2/secret 404
+	check "allow: .. in a target, applied beneath the tree" "<p>nfs index</p>" "$(body /odd/)"
 	check "allow: file through the link" "nfs file" "$(body /data/f.txt)"
 	check "allow: relative link into the tree" "nfs file" "$(body /rdata/f.txt)"
 	check "allow: index file in the tree" "<p>nfs index</p>" "$(body /data/site/)"
