@@ -6,6 +6,7 @@
 # refused, owners compared link by link under if_owner_match, and the
 # configuration errors of the two keys.
 . "$top_srcdir/t/daemon/lib.sh"
+. "$top_srcdir/t/daemon/reload_lib.sh"
 
 W=$T/www
 N=$T/nfsdata
@@ -64,13 +65,15 @@ ln -s ../outside/nob.txt "$W/nob" && chown -h nobody "$W/nob"
 
 PASSWD_SUM=$(sha256sum < /etc/passwd)
 
-# conf POLICY [allow line]: writes $T/fsd.conf
+# conf POLICY [allow line]: writes $T/fsd.conf (with a listen line if
+# LISTEN is set)
 conf() {
 	{
 		echo "[server]"
 		echo "root = $W"
 		echo "symlinks = $1"
 		[ -n "${2:-}" ] && echo "$2"
+		[ -n "${LISTEN:-}" ] && echo "listen = $LISTEN"
 		echo "[listing]"
 		echo "default_format = json"
 	} > "$T/fsd.conf"
@@ -212,7 +215,30 @@ conf_checks() {
 	check "allow as a list, quoted, repeated: valid" 0 "$rc"
 }
 
+# The policy and the allow trees change at a reload; a tree that is not
+# a directory keeps the previous configuration.
+reload_checks() {
+	local LISTEN=127.0.0.1:$(free_port)
+	conf beneath
+	start_conf "$T/fsd.conf" "${LISTEN#*:}"
+	check "reload: before, no allow tree" 404 "$(code /data/f.txt)"
+	conf beneath "allow = $N"
+	reload
+	check "reload: allow tree added" 200 "$(code /data/f.txt)"
+	conf beneath "allow = $W/file.txt"
+	reload
+	check_match "reload: a bad allow tree, file:line in the log" \
+		"\\[error\\] $T/fsd.conf:4: allow $W/file.txt: not a directory" "$(cat "$T/daemon.err")"
+	check "reload: the previous trees still serve" 200 "$(code /data/f.txt)"
+	conf never
+	reload
+	check "reload: never now" 403 "$(code /data/f.txt)"
+	check "reload: never, a plain file" 200 "$(code /file.txt)"
+	stop_daemon
+}
+
 checks() {
+	reload_checks
 	beneath_checks
 	follow_checks
 	owner_checks
