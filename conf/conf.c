@@ -220,37 +220,59 @@ static int parse_addr(const char *text, struct sockaddr_storage *ss,
 	return 0;
 }
 
-int conf_add_listen(struct conf *c, const char *text)
+/* One flag of a listen value; false for an unknown word. */
+static bool listen_flag(struct conf_listen *l, const char *word, size_t len)
 {
-	struct conf_listen *l;
-	struct sockaddr_storage ss;
-	socklen_t len;
-	size_t n = strcspn(text, " \t");
-	bool ssl = false;
+	if (len == 3 && !memcmp(word, "ssl", 3))
+		l->ssl = true;      /* nginx's way: "0.0.0.0:443 ssl" */
+	else if (len == 6 && !memcmp(word, "status", 6))
+		l->status = true;
+	else
+		return false;
+	return true;
+}
 
-	if (conf_parse_listen(text, &ss, &len) < 0)
+static int add_listen(struct conf *c, const char *text, bool status_only)
+{
+	struct conf_listen *l, nl = { .status = status_only, .status_only = status_only };
+	size_t alen = strcspn(text, " \t");
+	const char *p = text + alen;
+
+	if (status_only && p[strspn(p, " \t")])
 		return -EINVAL;
-	/* flags after the address, nginx's way: "0.0.0.0:443 ssl" */
-	for (const char *p = text + n; *(p += strspn(p, " \t")); p += n) {
+	while (*p) {
+		size_t n;
+		p += strspn(p, " \t");
 		n = strcspn(p, " \t");
-		if (n == 3 && !strncmp(p, "ssl", 3))
-			ssl = true;
-		else
+		if (n && !listen_flag(&nl, p, n))
 			return -ENOENT;
+		p += n;
+	}
+	nl.text = strndup(text, alen);
+	if (!nl.text)
+		return -ENOMEM;
+	if (conf_parse_listen(nl.text, &nl.addr, &nl.addrlen) < 0) {
+		free(nl.text);
+		return -EINVAL;
 	}
 	l = realloc(c->listen, (c->nlisten + 1) * sizeof *l);
-	if (!l)
+	if (!l) {
+		free(nl.text);
 		return -ENOMEM;
+	}
 	c->listen = l;
-	l += c->nlisten;
-	l->text = strndup(text, strcspn(text, " \t"));
-	if (!l->text)
-		return -ENOMEM;
-	l->addr = ss;
-	l->addrlen = len;
-	l->ssl = ssl;
-	c->nlisten++;
+	l[c->nlisten++] = nl;
 	return 0;
+}
+
+int conf_add_listen(struct conf *c, const char *text)
+{
+	return add_listen(c, text, false);
+}
+
+int conf_add_status_listen(struct conf *c, const char *text)
+{
+	return add_listen(c, text, true);
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -486,14 +508,16 @@ static int server_key(struct load *ld, const char *name, const char *v)
 		return 1; \
 	}
 
-	if (!strcmp(name, "listen")) {
-		int r = conf_add_listen(c, v);
+	if (!strcmp(name, "listen") || !strcmp(name, "status_listen")) {
+		bool st = name[0] == 's';
+		int r = st ? conf_add_status_listen(c, v) : conf_add_listen(c, v);
 		if (r == -ENOMEM)
 			OOM();
 		if (r == -ENOENT)
-			BAD("listen: unknown flag in '%s' (known: ssl)", v);
+			BAD("listen: unknown flag in '%s' (known: ssl, status)", v);
 		if (r < 0)
-			BAD("listen: expected ADDR:PORT, [IPV6]:PORT or PORT, got '%s'", v);
+			BAD("%s: expected ADDR:PORT, [IPV6]:PORT or PORT%s, got '%s'",
+			    name, st ? "" : " [ssl] [status]", v);
 		if (c->listen[c->nlisten - 1].ssl && !c->ssl_line)
 			c->ssl_line = ld->line;
 		return 1;

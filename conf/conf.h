@@ -44,6 +44,8 @@ struct conf_listen {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	bool ssl;                     /**< "ssl" flag: TLS (ssl_certificate, ssl_certificate_key) */
+	bool status;                  /**< "status" flag: serves /metrics, /status, /healthz */
+	bool status_only;             /**< ... and nothing else (status_listen) */
 };
 
 /** Listing settings; [listing] gives the defaults, [dir "/x"] overrides. */
@@ -125,10 +127,14 @@ int conf_init(struct conf *c);
 int conf_load(struct conf *c, const char *path, conf_err_fn *err, void *arg);
 
 /** Adds a listen address ("ADDR:PORT", "[V6]:PORT", ":PORT" or "PORT"),
- *  optionally followed by flags separated by blanks ("ssl").
+ *  optionally followed by flags separated by blanks ("ssl", "status").
  *  Returns 0, -EINVAL for a malformed address, -ENOENT for an unknown
  *  flag, -ENOMEM. */
 int conf_add_listen(struct conf *c, const char *text);
+
+/** Adds a `status_listen` address: one that serves only the status
+ *  endpoints. No flags. Returns as conf_add_listen(). */
+int conf_add_status_listen(struct conf *c, const char *text);
 
 /** Parses a listen value's address without storing it (flags after it
  *  are conf_add_listen's to check). Returns 0 or -EINVAL. */

@@ -28,6 +28,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/reqhdr.h"
 #include "daemon/tls.h"
 
@@ -216,6 +217,7 @@ static void accept_over_fd_limit(struct fsd_worker *w, int lfd, bool tls)
 		if (fd >= 0) {
 			refuse(w, fd, tls, NULL, false);
 			w->cs.refused_fds++;
+			FSD_M_INC(limited[FSD_M_LIM_FDS]);
 		}
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
@@ -253,16 +255,20 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 		bool keyed = addr_key((struct sockaddr *)&ss, key);
 		if (w->nconns >= c->max_connections) {
 			refuse(w, fd, tls, keyed ? key : NULL, false);
+			FSD_M_INC(limited[FSD_M_LIM_CONNS]);
 			continue;
 		}
 		if (keyed && c->max_connections_per_ip &&
 		    ip_count(key) >= c->max_connections_per_ip) {
 			refuse(w, fd, tls, key, true);
+			FSD_M_INC(limited[FSD_M_LIM_CONNS_IP]);
 			continue;
 		}
 		/* MHD closes the socket itself if it cannot take it. */
 		if (MHD_add_connection(w->mhd[li], fd, (struct sockaddr *)&ss, len) != MHD_YES)
 			fsd_log(LOG_WARNING, "connection dropped: %s", strerror(errno));
+		else
+			FSD_M_INC(accepted);
 	}
 	fsd_worker_kick(w);
 }
@@ -441,6 +447,7 @@ void fsd_conn_sweep(struct fsd_worker *w)
 			             tell ? sizeof resp_408 - 1 : 0);
 			cn->fd = -1;
 			w->cs.head_closed++;
+			FSD_M_INC(closed[FSD_M_CLOSE_HEAD]);
 		} else if (cn->state == CONN_SENDING && c->min_send_rate &&
 		           too_slow(cn, now)) {
 			/* Reset, not a FIN queued behind megabytes the client
@@ -450,6 +457,7 @@ void fsd_conn_sweep(struct fsd_worker *w)
 			shutdown(cn->fd, SHUT_RDWR);
 			cn->fd = -1;
 			w->cs.slow_closed++;
+			FSD_M_INC(closed[FSD_M_CLOSE_SLOW]);
 		}
 	}
 	log_sweep(w);

@@ -180,6 +180,7 @@ struct fsd_req {
 	/* for the access log */
 	char addr[48];
 	int64_t start_s;
+	uint64_t start_ns;             /* for the latency histogram (metrics.h) */
 
 	char uri_mem[];                /* the request-target, NUL-terminated */
 };

@@ -89,3 +89,10 @@ fileserverd_LDADD += $(GNUTLS_LIBS)
 TLS_IT = t/daemon/https.sh t/daemon/https-reload.sh
 TESTS += $(TLS_IT)
 dist_check_SCRIPTS += $(TLS_IT)
+
+# --- metrics and status endpoints (METRICS) ---
+fileserverd_SOURCES += daemon/metrics.c daemon/metrics.h daemon/status.c daemon/status.h
+METRICS_IT = t/daemon/metrics.sh t/daemon/metrics-healthz.sh
+TESTS += $(METRICS_IT)
+dist_check_SCRIPTS += $(METRICS_IT)
+EXTRA_DIST += t/daemon/metrics_check.py

@@ -5,6 +5,7 @@
 #include "daemon/daemon.h"
 #include "daemon/mime.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,9 +209,12 @@ static void sync_events(bool force)
 	while ((e = fc->doomed)) {
 		fc->doomed = e->doomed_next;
 		entry_drop(e);
+		FSD_M_INC(fc_invalidations);
 	}
-	if (all)
+	if (all) {
+		fsd_ctr_add(&fsd_m.c.fc_invalidations, fc->n);
 		drop_all();
+	}
 }
 
 /* fcache_watches, or half of what the kernel lets this user watch,
@@ -345,6 +349,7 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	sync_events(false);
 	if (!fc || !(e = find_usable(rel, h, ae)))
 		return 1;
+	FSD_M_INC(fc_hits);
 	lru_unlink(e);
 	lru_front(e);
 
@@ -541,6 +546,8 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	    len > fsd->conf.small_file_max || len > fsd->conf.fcache_bytes / 4 ||
 	    !S_ISREG(stx->stx_mode))
 		return;
+	/* (a file the cache could hold, read from the file system) */
+	FSD_M_INC(fc_misses);
 	sync_events(true);
 	uint64_t h = hash_str(rel);
 	/* Being filled by another request; or a file with a sidecar the

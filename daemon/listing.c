@@ -27,6 +27,7 @@
 #include "daemon/listing.h"
 #include "daemon/listing_int.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "proto/etag.h"
 
 #include <errno.h>
@@ -118,6 +119,7 @@ static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir
 	if (rq->w->listings >= fsd->conf.max_listings) {
 		close(dir->fd);
 		lst_params_free(&r->p);
+		FSD_M_INC(limited[FSD_M_LIM_LISTINGS]);
 		fsd_req_error(rq, 503);         /* with Retry-After */
 		return false;
 	}
@@ -141,6 +143,7 @@ static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir
 		.limit = r->p.q.limit,
 	};
 	rq->w->listings++;
+	FSD_M_INC(listings);
 	lst_etag_init(&r->tag, &r->p, r->urlpath);
 	return true;
 }

@@ -69,13 +69,13 @@ static void print_url(const struct conf_listen *l, in_port_t port)
 		inet_ntop(AF_INET, &s->sin_addr, host, sizeof host);
 		if (s->sin_addr.s_addr == htonl(INADDR_ANY))
 			strcpy(host, "127.0.0.1");
-		printf("fileserverd: serving %s on %s://%s:%u/\n", fsd->conf.root,
-		       scheme, host, ntohs(port));
+		printf("fileserverd: %s%s on %s://%s:%u/\n", l->status_only ? "status" : "serving ",
+		       l->status_only ? "" : fsd->conf.root, scheme, host, ntohs(port));
 	} else {
 		const struct sockaddr_in6 *s = (const void *)&l->addr;
 		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof host);
-		printf("fileserverd: serving %s on %s://[%s]:%u/\n", fsd->conf.root,
-		       scheme, host, ntohs(port));
+		printf("fileserverd: %s%s on %s://[%s]:%u/\n", l->status_only ? "status" : "serving ",
+		       l->status_only ? "" : fsd->conf.root, scheme, host, ntohs(port));
 	}
 }
 

@@ -3,7 +3,9 @@
 #include "daemon/sent.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/reqhdr.h"
+#include "daemon/status.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -80,6 +82,7 @@ void *fsd_uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
 	rq->uri = rq->uri_mem;
 	memcpy(rq->uri_mem, uri, len + 1);
 	rq->start_s = (int64_t)time(NULL);
+	rq->start_ns = fibril_now_ns();
 	return rq;
 }
 
@@ -194,6 +197,8 @@ enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
 		fsd_conn_head_done(conn);
 		if (parse_method(rq, method) < 0)
 			return MHD_NO;
+		/* (from here on the state leaves RQ_NEW) */
+		fsd_m_request_start();
 		size_t vl = strnlen(version, sizeof rq->version - 1);
 		memcpy(rq->version, version, vl);
 		rq->version[vl] = 0;
@@ -208,8 +213,9 @@ enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
 				return queue(rq);
 			return MHD_YES;
 		}
-		/* A cached small file needs no fibril (nothing can park). */
-		if (fsd_static_from_cache(rq) == 0) {
+		/* Neither a status answer nor a cached small file needs a
+		 * fibril (nothing can park). */
+		if (fsd_status_handle(rq) == 0 || fsd_static_from_cache(rq) == 0) {
 			rq->state = RQ_DONE;
 			return MHD_YES;
 		}
@@ -257,6 +263,9 @@ void fsd_completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 	/* A body cut short is logged with the bytes that left (sent.h). */
 	fsd_sent_end(rq, conn, toe);
+	if (rq->state != RQ_NEW)
+		fsd_m_request_end(rq->state == RQ_QUEUED, rq->method, rq->status,
+		                  fibril_now_ns() - rq->start_ns, rq->body_len);
 	if (rq->state == RQ_QUEUED)
 		fsd_access_log(rq);
 	else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

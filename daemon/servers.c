@@ -66,10 +66,15 @@ static int srv_conf(struct conf *c, const struct fsd_args *a, bool reload)
 	if (a->root && conf_set_str(&c->root, a->root) < 0)
 		return -1;
 	if (a->nlisten) {
+		size_t kept = 0;
+		/* (status_listen is not a listen address: it stays) */
 		for (size_t i = 0; i < c->nlisten; i++)
-			free(c->listen[i].text);
-		c->nlisten = 0;
-		c->ssl_line = 0;
+			if (c->listen[i].status_only)
+				c->listen[kept++] = c->listen[i];
+			else
+				free(c->listen[i].text);
+		c->nlisten = kept;
+		c->ssl_line = 0;    /* (a status_listen is never ssl) */
 		for (int i = 0; i < a->nlisten; i++)
 			if (conf_add_listen(c, a->listen[i]) < 0) {
 				srv_report(reload, "fileserverd: --listen: expected ADDR:PORT [ssl], "
@@ -79,7 +84,10 @@ static int srv_conf(struct conf *c, const struct fsd_args *a, bool reload)
 	}
 	if (a->workers)
 		c->workers = (unsigned)a->workers;
-	if (!c->nlisten && conf_add_listen(c, "127.0.0.1:8080") < 0)
+	size_t served = 0;
+	for (size_t i = 0; i < c->nlisten; i++)
+		served += !c->listen[i].status_only;
+	if (!served && conf_add_listen(c, "127.0.0.1:8080") < 0)
 		return -1;
 	return errors + conf_validate(c, srv_err, arg);
 }

@@ -4,6 +4,7 @@
 #include "daemon/fcache.h"
 #include "daemon/listing.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/reqhdr.h"
 #include "daemon/tls.h"
 
@@ -99,6 +100,7 @@ static void schedule(struct fsd_worker *w)
 		ms = 10;
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 	evtimer_add(w->timer, &tv);
+	fsd_metrics_sample(w);
 }
 
 /*
@@ -144,6 +146,7 @@ static void expire(struct fsd_worker *w)
 		fsd_log(LOG_WARNING, "request %s %s: no answer within %us, abandoned",
 		        rq->method_str ? rq->method_str : "?", rq->uri ? rq->uri : "?",
 		        fsd->conf.request_timeout);
+		FSD_M_INC(limited[FSD_M_LIM_TIMEOUT]);
 		fsd_req_abandon(rq, 503);
 	}
 }
@@ -380,6 +383,7 @@ static void *worker_main(void *arg)
 	struct fsd_worker *w = arg;
 
 	fsd = w->srv;
+	fsd_metrics_attach(w);
 	if (worker_setup(w) == 0) {
 		atomic_store(&w->started, 1);
 		schedule(w);
@@ -387,6 +391,7 @@ static void *worker_main(void *arg)
 	} else
 		atomic_store(&w->started, -1);  /* main() gives up this server */
 	worker_teardown(w);
+	fsd_metrics_detach();
 	atomic_store(&w->accept_stopped, true);
 	atomic_store(&w->exited, true);
 	return NULL;

@@ -357,6 +357,29 @@ START_TEST(listen_forms)
 }
 END_TEST
 
+START_TEST(listen_status_flags)
+{
+	struct conf c;
+	int r = load(&c,
+	             "[server]\n"                                  /* 1 */
+	             "listen = 127.0.0.1:8080 status\n"            /* 2 */
+	             "listen = 8081\n"                             /* 3 */
+	             "status_listen = 127.0.0.1:8082\n"            /* 4 */
+	             "listen = 8083 stat\n"                        /* 5 */
+	             "status_listen = 127.0.0.1:8084 status\n");   /* 6 */
+	ck_assert_int_eq(r, 2);
+	expect_msg(0, 5, "unknown flag");
+	expect_msg(1, 6, "status_listen");
+	ck_assert_uint_eq(c.nlisten, 3);
+	ck_assert_str_eq(c.listen[0].text, "127.0.0.1:8080");
+	ck_assert(c.listen[0].status && !c.listen[0].status_only);
+	ck_assert(!c.listen[1].status && !c.listen[1].status_only);
+	ck_assert_uint_eq(ntohs(((struct sockaddr_in *)&c.listen[2].addr)->sin_port), 8082);
+	ck_assert(c.listen[2].status && c.listen[2].status_only);
+	conf_free(&c);
+}
+END_TEST
+
 START_TEST(sample_is_valid)
 {
 	struct conf c;
@@ -454,6 +477,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, missing_file);
 	tcase_add_test(tc, limits_out_of_range);
 	tcase_add_test(tc, listen_forms);
+	tcase_add_test(tc, listen_status_flags);
 	tcase_add_test(tc, sample_is_valid);
 	tcase_add_test(tc, dotfiles_and_targets);
 	tcase_add_test(tc, syntax_errors);

@@ -51,13 +51,14 @@ check_match() {
 
 # start_daemon [fileserverd args...]: picks a free port, starts the
 # daemon there, waits until it answers. Sets PORT, URL, DPID.
+# LISTEN_FLAGS, if set, follow the address (e.g. "status").
 start_daemon() {
 	local try
 	for try in $(seq 1 30); do
 		PORT=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
 		python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' \
 			"$PORT" 2>/dev/null || continue
-		"$FSD" -l "127.0.0.1:$PORT" "$@" >"$T/daemon.out" 2>"$T/daemon.err" &
+		"$FSD" -l "127.0.0.1:$PORT${LISTEN_FLAGS:+ $LISTEN_FLAGS}" "$@" >"$T/daemon.out" 2>"$T/daemon.err" &
 		DPID=$!
 		local i
 		for i in $(seq 1 100); do
