@@ -100,12 +100,16 @@ void fsd_metrics_detach(void)
 void fsd_metrics_sample(const struct fsd_worker *w)
 {
 	struct fsd_m_gauges *g = &fsd_m.g;
+	struct fibril_sched_stats fs;
 	struct lk_stats lk;
 
 	fsd_ctr_set(&g->conns, w->nconns);
 	fsd_ctr_set(&g->listings, w->listings);
 	fsd_ctr_set(&g->stopping, w->stopping);
-	fsd_ctr_set(&g->fibrils, fibril_sched_count());
+	fibril_sched_stats(&fs);
+	fsd_ctr_set(&g->fibrils, fs.alive);
+	fsd_ctr_set(&g->fibrils_parked, fs.parked);
+	fsd_ctr_set(&fsd_m.c.fibrils_created, fs.created);
 	fsd_ctr_set(&g->async_inflight, w->engine ? async_engine_inflight(w->engine) : 0);
 	lk_stats(&lk);
 	fsd_ctr_set(&fsd_m.c.lk_shared, lk.shared_joins);

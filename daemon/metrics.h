@@ -78,6 +78,7 @@ struct fsd_m_counters {
 	fsd_ctr listings;                       /* listings started */
 	/* sampled from the libraries (fsd_metrics_sample) */
 	fsd_ctr lk_shared;                      /* scans that joined a running one */
+	fsd_ctr fibrils_created;
 };
 
 /* Gauges: what is the case now; a worker's go when it exits. */
@@ -87,6 +88,7 @@ struct fsd_m_gauges {
 	fsd_ctr conns;
 	fsd_ctr listings;       /* in progress */
 	fsd_ctr fibrils;        /* alive */
+	fsd_ctr fibrils_parked;
 	fsd_ctr async_inflight;
 	fsd_ctr stopping;       /* 1 while the worker drains */
 };

@@ -125,6 +125,11 @@ static int prom_engine(struct proto_buf *b, const struct fsd_m_sum *s)
 	         "Directory scans that joined an identical scan in progress.",
 	         C(s, lk_shared));
 	r |= one(b, "fibrils", "gauge", "Fibrils alive.", G(s, fibrils));
+	r |= one(b, "fibrils_parked", "gauge",
+	         "Fibrils waiting for a system call, a timer or a wake-up.",
+	         G(s, fibrils_parked));
+	r |= one(b, "fibrils_created_total", "counter", "Fibrils made.",
+	         C(s, fibrils_created));
 	r |= one(b, "async_calls_in_flight", "gauge",
 	         "Asynchronous system calls in flight.", G(s, async_inflight));
 	return r;
@@ -210,9 +215,11 @@ static int render_json(struct proto_buf *b, const struct fsd_m_sum *s)
 	                      (unsigned long long)G(s, listings),
 	                      (unsigned long long)C(s, listings),
 	                      (unsigned long long)C(s, lk_shared));
-	r |= proto_buf_printf(b, "\"fibrils\":{\"alive\":%llu},"
-	                      "\"async\":{\"in_flight\":%llu},",
+	r |= proto_buf_printf(b, "\"fibrils\":{\"alive\":%llu,\"parked\":%llu,"
+	                      "\"created\":%llu},\"async\":{\"in_flight\":%llu},",
 	                      (unsigned long long)G(s, fibrils),
+	                      (unsigned long long)G(s, fibrils_parked),
+	                      (unsigned long long)C(s, fibrils_created),
 	                      (unsigned long long)G(s, async_inflight));
 	r |= proto_buf_printf(b, "\"workers\":{\"running\":%u,\"draining\":%u,\"list\":[",
 	                      s->workers, s->draining);

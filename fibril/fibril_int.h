@@ -81,6 +81,8 @@ struct fib__sched {
 	fibril_t *dead;                 /* just exited: reaped after the switch */
 	fibril_t *all;
 	unsigned alive;
+	unsigned parked;                /* in FIB__PARKED (fibril_sched_stats) */
+	uint64_t created;
 	int in_run;
 	unsigned long nswitch;
 	/* timers: binary min-heap on deadline */

@@ -203,6 +203,7 @@ static void wq_unlink(fibril_t *f)
 /* A parked fibril becomes runnable: it leaves its timer and wait queue. */
 static void make_runnable(struct fib__sched *s, fibril_t *f)
 {
+	s->parked--;
 	if (f->heap_idx)
 		heap_del(s, f);
 	if (f->wq)
@@ -384,6 +385,7 @@ static int create(struct fib__sched *s, fibril_t **out, void (*fn)(void *),
 		s->all->all_prev = f;
 	s->all = f;
 	s->alive++;
+	s->created++;
 	if (out)
 		*out = f;
 	return 0;
@@ -458,6 +460,7 @@ void fibril_park(void)
 		return;
 	}
 	f->state = FIB__PARKED;
+	s->parked++;
 	switch_to(s, next_ctx(s));
 }
 
@@ -479,6 +482,7 @@ int fibril_park_until(uint64_t deadline_ns)
 	if (r < 0)
 		return r;
 	f->state = FIB__PARKED;
+	s->parked++;
 	switch_to(s, next_ctx(s));
 	if (f->flags & FIB__F_TIMEDOUT) {
 		f->flags &= ~FIB__F_TIMEDOUT;
@@ -616,6 +620,24 @@ unsigned fibril_sched_count(void)
 {
 	struct fib__sched *s = tls_sched;
 	return s ? s->alive : 0;
+}
+
+void fibril_sched_stats(struct fibril_sched_stats *out)
+{
+	const struct fib__sched *s = tls_sched;
+
+	memset(out, 0, sizeof *out);
+	if (!s)
+		return;
+	out->created = s->created;
+	out->switches = s->nswitch;
+	out->alive = s->alive;
+	out->parked = s->parked;
+	out->timed = s->heap_len;
+	for (const fibril_t *f = s->runq_head; f; f = f->next)
+		out->runnable++;
+	for (const fibril_t *f = s->yq_head; f; f = f->next)
+		out->runnable++;
 }
 
 const char *fibril_name(const fibril_t *f)

@@ -270,6 +270,8 @@ def counters(url, surl, root):
           val(m, "fileserverd_connections_accepted_total") -
           val(base, "fileserverd_connections_accepted_total") >= n + 2)
     check("two workers summed", val(m, "fileserverd_workers") == 2)
+    made = val(m, "fileserverd_fibrils_created_total") - val(base, "fileserverd_fibrils_created_total")
+    check("requests served on fibrils count them", made >= n, "%d < %d" % (made, n))
     # the small-file cache, on one connection (one worker's cache)
     c = http.client.HTTPConnection(url.split("//")[1].split(":")[0],
                                    int(url.rsplit(":", 1)[1]), timeout=10)

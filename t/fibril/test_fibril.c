@@ -416,6 +416,58 @@ START_TEST(test_waitq_timeout_leaves_queue)
 }
 END_TEST
 
+/* ---- counting for monitoring ---- */
+
+static fibril_t *stat_self[3];
+
+static void stat_parker(void *arg)
+{
+	long i = (long)arg;
+
+	stat_self[i] = fibril_self();
+	if (i == 2)
+		fibril_park_until(fibril_now_ns() + 60000000000ull);
+	else
+		fibril_park();
+}
+
+START_TEST(test_sched_stats)
+{
+	struct fibril_sched_stats st;
+
+	fibril_sched_stats(&st);
+	ck_assert_uint_eq(st.created, 0);
+	ck_assert_uint_eq(st.alive, 0);
+	for (long i = 0; i < 3; i++)
+		ck_assert_int_eq(fibril_create(NULL, stat_parker, (void *)i, NULL), 0);
+	fibril_sched_stats(&st);
+	ck_assert_uint_eq(st.created, 3);
+	ck_assert_uint_eq(st.alive, 3);
+	ck_assert_uint_eq(st.runnable, 3);
+	ck_assert_uint_eq(st.parked, 0);
+	ck_assert_int_eq(fibril_sched_run(), 3);
+	fibril_sched_stats(&st);
+	ck_assert_uint_eq(st.switches, 3);
+	ck_assert_uint_eq(st.runnable, 0);
+	ck_assert_uint_eq(st.parked, 3);
+	ck_assert_uint_eq(st.timed, 1);
+	/* woken: runnable until it runs, then gone */
+	fibril_wake(stat_self[0]);
+	fibril_sched_stats(&st);
+	ck_assert_uint_eq(st.parked, 2);
+	ck_assert_uint_eq(st.runnable, 1);
+	fibril_sched_run();
+	fibril_wake(stat_self[1]);
+	fibril_wake(stat_self[2]);
+	fibril_sched_run();
+	fibril_sched_stats(&st);
+	ck_assert_uint_eq(st.alive, 0);
+	ck_assert_uint_eq(st.parked, 0);
+	ck_assert_uint_eq(st.timed, 0);
+	ck_assert_uint_eq(st.created, 3);
+}
+END_TEST
+
 static Suite *fibril_suite(void)
 {
 	Suite *s = suite_create("fibril");
@@ -440,6 +492,7 @@ static Suite *fibril_suite(void)
 	tcase_add_test(tc, test_join_sleeps_on_timer);
 	tcase_add_test(tc, test_waitq_wake_one_all);
 	tcase_add_test(tc, test_waitq_timeout_leaves_queue);
+	tcase_add_test(tc, test_sched_stats);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -114,6 +114,19 @@ FIBRIL_API int fibril_sched_timeout_ms(void);
 /** Number of fibrils alive (created and not yet exited) on this thread. */
 FIBRIL_API unsigned fibril_sched_count(void);
 
+/** This thread's scheduler, counted (all zero without a scheduler). */
+struct fibril_sched_stats {
+	uint64_t created;       /**< fibrils made since fibril_sched_init() */
+	uint64_t switches;      /**< switches into fibrils */
+	unsigned alive;         /**< made and not yet exited */
+	unsigned runnable;      /**< waiting for their turn (not the running one) */
+	unsigned parked;        /**< waiting for a wake-up: an async call, a
+	                             wait queue, a timer, fibril_park() */
+	unsigned timed;         /**< parked with a deadline (fibril_park_until) */
+};
+/** Fills @out; for monitoring. Cheap: a walk of the run queue only. */
+FIBRIL_API void fibril_sched_stats(struct fibril_sched_stats *out);
+
 /** CLOCK_MONOTONIC in nanoseconds. */
 FIBRIL_API uint64_t fibril_now_ns(void);
 
