@@ -18,6 +18,9 @@
 #include <fibril/fibril.h>
 #include <fibril/lookup.h>
 
+_Static_assert(ASYNC_BACKEND_URING == 0 && ASYNC_BACKEND_POOL == 1 &&
+               ASYNC_NBACKENDS == 2, "fsd_m_counters' async arrays");
+
 #define NC (sizeof(struct fsd_m_counters) / sizeof(fsd_ctr))
 #define NG (sizeof(struct fsd_m_gauges) / sizeof(fsd_ctr))
 _Static_assert(sizeof(struct fsd_m_counters) == NC * sizeof(fsd_ctr),
@@ -101,6 +104,7 @@ void fsd_metrics_sample(const struct fsd_worker *w)
 {
 	struct fsd_m_gauges *g = &fsd_m.g;
 	struct fibril_sched_stats fs;
+	struct async_stats as;
 	struct lk_stats lk;
 
 	fsd_ctr_set(&g->conns, w->nconns);
@@ -110,7 +114,14 @@ void fsd_metrics_sample(const struct fsd_worker *w)
 	fsd_ctr_set(&g->fibrils, fs.alive);
 	fsd_ctr_set(&g->fibrils_parked, fs.parked);
 	fsd_ctr_set(&fsd_m.c.fibrils_created, fs.created);
-	fsd_ctr_set(&g->async_inflight, w->engine ? async_engine_inflight(w->engine) : 0);
+	async_engine_stats(w->engine, &as);
+	fsd_ctr_set(&g->async_inflight, as.inflight);
+	for (size_t b = 0; b < 2; b++) {
+		fsd_ctr_set(&fsd_m.c.async_sync[b], as.sync[b]);
+		fsd_ctr_set(&fsd_m.c.async_inline[b], as.sync_inline[b]);
+		fsd_ctr_set(&fsd_m.c.async_async[b], as.async[b]);
+		fsd_ctr_set(&g->async_depth[b], as.depth[b]);
+	}
 	lk_stats(&lk);
 	fsd_ctr_set(&fsd_m.c.lk_shared, lk.shared_joins);
 }

@@ -79,6 +79,8 @@ struct fsd_m_counters {
 	/* sampled from the libraries (fsd_metrics_sample) */
 	fsd_ctr lk_shared;                      /* scans that joined a running one */
 	fsd_ctr fibrils_created;
+	/* async calls by backend (0 io_uring, 1 pool: async_engine_stats) */
+	fsd_ctr async_sync[2], async_inline[2], async_async[2];
 };
 
 /* Gauges: what is the case now; a worker's go when it exits. */
@@ -90,6 +92,7 @@ struct fsd_m_gauges {
 	fsd_ctr fibrils;        /* alive */
 	fsd_ctr fibrils_parked;
 	fsd_ctr async_inflight;
+	fsd_ctr async_depth[2];
 	fsd_ctr stopping;       /* 1 while the worker drains */
 };
 

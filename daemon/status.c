@@ -106,6 +106,48 @@ static int prom_conns(struct proto_buf *b, const struct fsd_m_sum *s)
 	return r;
 }
 
+static const char *const backend_names[2] = { "uring", "pool" };
+
+static int prom_async(struct proto_buf *b, const struct fsd_m_sum *s)
+{
+	int r = head(b, "async_submitted_total", "counter",
+	             "System calls submitted to the async engine, by the backend "
+	             "meant to run them.");
+
+	for (size_t k = 0; k < 2; k++)
+		r |= proto_buf_printf(b, "fileserverd_async_submitted_total{backend=\"%s\"} %llu\n",
+		                      backend_names[k], (unsigned long long)
+		                      (s->c[FSD_M_C(async_sync) + k] + s->c[FSD_M_C(async_async) + k]));
+	r |= head(b, "async_calls_total", "counter",
+	          "System calls submitted, by backend and by completion: sync "
+	          "(inside the submitting call) or async (later, the fibril parked).");
+	for (size_t k = 0; k < 2; k++)
+		r |= proto_buf_printf(b, "fileserverd_async_calls_total{backend=\"%s\","
+		                      "completion=\"sync\"} %llu\n"
+		                      "fileserverd_async_calls_total{backend=\"%s\","
+		                      "completion=\"async\"} %llu\n", backend_names[k],
+		                      (unsigned long long)s->c[FSD_M_C(async_sync) + k],
+		                      backend_names[k],
+		                      (unsigned long long)s->c[FSD_M_C(async_async) + k]);
+	r |= head(b, "async_sync_inline_total", "counter",
+	          "Of the sync ones, those done by a fast path that cannot block "
+	          "(the rest ran on the worker at the engine's limit).");
+	for (size_t k = 0; k < 2; k++)
+		r |= proto_buf_printf(b, "fileserverd_async_sync_inline_total{backend=\"%s\"} %llu\n",
+		                      backend_names[k],
+		                      (unsigned long long)s->c[FSD_M_C(async_inline) + k]);
+	r |= one(b, "async_calls_in_flight", "gauge",
+	         "Asynchronous system calls pending.", G(s, async_inflight));
+	r |= head(b, "async_queue_depth", "gauge",
+	          "Calls a backend holds: on io_uring in the kernel (io-wq included), "
+	          "on the pool queued or running.");
+	for (size_t k = 0; k < 2; k++)
+		r |= proto_buf_printf(b, "fileserverd_async_queue_depth{backend=\"%s\"} %llu\n",
+		                      backend_names[k],
+		                      (unsigned long long)s->g[FSD_M_G(async_depth) + k]);
+	return r;
+}
+
 static int prom_engine(struct proto_buf *b, const struct fsd_m_sum *s)
 {
 	int r = one(b, "fcache_hits_total", "counter",
@@ -130,9 +172,7 @@ static int prom_engine(struct proto_buf *b, const struct fsd_m_sum *s)
 	         G(s, fibrils_parked));
 	r |= one(b, "fibrils_created_total", "counter", "Fibrils made.",
 	         C(s, fibrils_created));
-	r |= one(b, "async_calls_in_flight", "gauge",
-	         "Asynchronous system calls in flight.", G(s, async_inflight));
-	return r;
+	return r | prom_async(b, s);
 }
 
 static int prom_process(struct proto_buf *b, const struct fsd_m_sum *s)
@@ -190,6 +230,32 @@ static int json_requests(struct proto_buf *b, const struct fsd_m_sum *s)
 	return r;
 }
 
+static int json_async(struct proto_buf *b, const struct fsd_m_sum *s)
+{
+	uint64_t sync = 0, all = 0;
+	int r = proto_buf_printf(b, "\"async\":{\"in_flight\":%llu,\"backends\":{",
+	                         (unsigned long long)G(s, async_inflight));
+
+	for (size_t k = 0; k < 2; k++) {
+		uint64_t sy = s->c[FSD_M_C(async_sync) + k], as = s->c[FSD_M_C(async_async) + k];
+		sync += sy;
+		all += sy + as;
+		r |= proto_buf_printf(b, "%s\"%s\":{\"submitted\":%llu,\"sync\":%llu,"
+		                      "\"sync_inline\":%llu,\"async\":%llu,\"queue_depth\":%llu}",
+		                      k ? "," : "", backend_names[k],
+		                      (unsigned long long)(sy + as), (unsigned long long)sy,
+		                      (unsigned long long)s->c[FSD_M_C(async_inline) + k],
+		                      (unsigned long long)as,
+		                      (unsigned long long)s->g[FSD_M_G(async_depth) + k]);
+	}
+	/* null until a call was made: a share of nothing is no figure */
+	if (all)
+		r |= proto_buf_printf(b, "},\"sync_share\":%.6f},", (double)sync / (double)all);
+	else
+		r |= proto_buf_puts(b, "},\"sync_share\":null},");
+	return r;
+}
+
 static int render_json(struct proto_buf *b, const struct fsd_m_sum *s)
 {
 	int r = proto_buf_printf(b, "{\"version\":\"%s\",\"start_time\":%.3f,",
@@ -216,11 +282,11 @@ static int render_json(struct proto_buf *b, const struct fsd_m_sum *s)
 	                      (unsigned long long)C(s, listings),
 	                      (unsigned long long)C(s, lk_shared));
 	r |= proto_buf_printf(b, "\"fibrils\":{\"alive\":%llu,\"parked\":%llu,"
-	                      "\"created\":%llu},\"async\":{\"in_flight\":%llu},",
+	                      "\"created\":%llu},",
 	                      (unsigned long long)G(s, fibrils),
 	                      (unsigned long long)G(s, fibrils_parked),
-	                      (unsigned long long)C(s, fibrils_created),
-	                      (unsigned long long)G(s, async_inflight));
+	                      (unsigned long long)C(s, fibrils_created));
+	r |= json_async(b, s);
 	r |= proto_buf_printf(b, "\"workers\":{\"running\":%u,\"draining\":%u,\"list\":[",
 	                      s->workers, s->draining);
 	for (size_t i = 0; i < s->nlist; i++) {

@@ -133,7 +133,7 @@ static int async__submit_check(const async_engine_t *e, unsigned long flags,
  * its result. */
 static bool async__submit_here(async_engine_t *e, unsigned long flags,
                                long *result, long call,
-                               const unsigned long *args)
+                               const unsigned long *args, bool *inl)
 {
 	long res;
 
@@ -143,6 +143,7 @@ static bool async__submit_here(async_engine_t *e, unsigned long flags,
 	}
 	if (!(flags & ASYNC_F_NOINLINE) && async__try_inline(call, args, &res)) {
 		*result = res;
+		*inl = true;
 		return true;
 	}
 	if (e->inflight >= e->max_inflight) {
@@ -262,24 +263,34 @@ static void async__submitted(async_engine_t *e, const struct async__op *op,
 		async__ahead_start(e, (long)args[0]);
 }
 
+/* The backend a call is meant for (async_engine_stats()). */
+static unsigned async__meant(const async_engine_t *e, unsigned long flags,
+                             long call, const unsigned long *args)
+{
+	return e->ring && !(flags & ASYNC_F_BACKGROUND) &&
+	       async__uring_supports((async_engine_t *)e, call, args) ?
+	       ASYNC_BACKEND_URING : ASYNC_BACKEND_POOL;
+}
+
 static long async__submit(unsigned long flags, long *result, long call,
                       const unsigned long *args,
                       void (*cb)(void *, long), void *cb_arg)
 {
 	async_engine_t *e = async__cur;
 	int rc = async__submit_check(e, flags, result, call, args);
+	bool inl = false;
 
 	if (rc < 0)
 		return rc;
-	if (async__submit_here(e, flags, result, call, args))
-		return 0;
+	if (async__submit_here(e, flags, result, call, args, &inl))
+		goto sync;
 	bool over = e->inflight >= e->max_inflight;
 	struct async__op *op = async__op_new(e, call, args, cb, cb_arg);
 	if (!op) {
 		if (e->queue_at_limit)
 			return -ENOMEM;
 		*result = async__exec(call, args);
-		return 0;
+		goto sync;
 	}
 	async__op_account(e, op, result);
 	if (async__dispatch(e, op, flags, over) < 0) {
@@ -287,10 +298,18 @@ static long async__submit(unsigned long flags, long *result, long call,
 		 * way, synchronously, as at the parallelism limit. */
 		async__op_unaccount(e, op);
 		*result = async__exec(call, args);
-		return 0;
+		goto sync;
 	}
+	/* (where is 0 when the pool ran it already, having no thread) */
+	e->st_async[op->where == ASYNC__IN_RING ? ASYNC_BACKEND_URING
+	                                        : ASYNC_BACKEND_POOL]++;
 	async__submitted(e, op, call, args);
 	return op->cookie;
+sync:;
+	unsigned b = async__meant(e, flags, call, args);
+	e->st_sync[b]++;
+	e->st_inline[b] += inl;
+	return 0;
 }
 
 FIBRIL_API long async_submit(unsigned long flags, long *result, long call,
@@ -632,6 +651,22 @@ FIBRIL_API int async_engine_timeout_ms(const async_engine_t *e)
 FIBRIL_API unsigned async_engine_inflight(const async_engine_t *e)
 {
 	return e ? e->inflight : 0;
+}
+
+FIBRIL_API void async_engine_stats(const async_engine_t *e, struct async_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!e)
+		return;
+	for (unsigned b = 0; b < ASYNC_NBACKENDS; b++) {
+		out->sync[b] = e->st_sync[b];
+		out->sync_inline[b] = e->st_inline[b];
+		out->async[b] = e->st_async[b];
+		out->submitted[b] = e->st_sync[b] + e->st_async[b];
+	}
+	out->inflight = e->inflight;
+	out->depth[ASYNC_BACKEND_URING] = async__uring_depth(e);
+	out->depth[ASYNC_BACKEND_POOL] = async__pool_depth(e);
 }
 
 FIBRIL_API void async_engine_set_kick(async_engine_t *e,

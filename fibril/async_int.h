@@ -114,6 +114,10 @@ struct async_engine {
 
 	void (*log)(int level, const char *msg, void *arg);
 	void *log_arg;
+
+	/* async_engine_stats(): callers' calls by enum async_backend_id */
+	uint64_t st_sync[ASYNC_NBACKENDS], st_inline[ASYNC_NBACKENDS];
+	uint64_t st_async[ASYNC_NBACKENDS];
 };
 
 /* async_op.c: the ops, their completion and the host hook; below the
@@ -173,6 +177,7 @@ int async__uring_cancel(async_engine_t *e, struct async__op *op);
 /* The ring's personality id for @c, registered on first use; -errno. */
 int async__uring_personality(async_engine_t *e, struct async__cred *c);
 bool async__uring_busy(async_engine_t *e);  /* queued SQEs or ready CQEs */
+unsigned async__uring_depth(const async_engine_t *e);  /* ops submitted, not completed */
 void async__uring_destroy(async_engine_t *e);
 
 /* async_pool.c */
@@ -188,6 +193,8 @@ bool async__pool_busy(async_engine_t *e);    /* completions waiting */
  * unsignalled (the batching in async_pool.c), so the host loop comes
  * back within ASYNC__BG_HOLD_MS to look. */
 bool async__pool_held(async_engine_t *e);
+/* Ops the pools hold: queued, running, or done and not yet reaped. */
+unsigned async__pool_depth(const async_engine_t *e);
 #define ASYNC__BG_HOLD_MS 5
 void async__pool_destroy(async_engine_t *e);
 

@@ -379,6 +379,12 @@ bool async__pool_held(async_engine_t *e)
 	return e->bgpool && e->bgpool->outstanding > 0;
 }
 
+unsigned async__pool_depth(const async_engine_t *e)
+{
+	return (e->pool ? e->pool->outstanding : 0) +
+	       (e->bgpool ? e->bgpool->outstanding : 0);
+}
+
 static void pool_destroy(async_engine_t *e, struct async__pool *p)
 {
 	struct async__op *q;

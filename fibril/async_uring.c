@@ -245,6 +245,11 @@ int async__uring_submit(async_engine_t *e, struct async__op *op)
 	return 0;
 }
 
+unsigned async__uring_depth(const async_engine_t *e)
+{
+	return e->ring ? e->ring->inring : 0;
+}
+
 int async__uring_personality(async_engine_t *e, struct async__cred *c)
 {
 	struct async__uring *r = e->ring;

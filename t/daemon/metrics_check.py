@@ -270,6 +270,12 @@ def counters(url, surl, root):
           val(m, "fileserverd_connections_accepted_total") -
           val(base, "fileserverd_connections_accepted_total") >= n + 2)
     check("two workers summed", val(m, "fileserverd_workers") == 2)
+    calls = {c: sum(val(m, "fileserverd_async_calls_total", backend=b, completion=c) -
+                    val(base, "fileserverd_async_calls_total", backend=b, completion=c)
+                    for b in ("uring", "pool")) for c in ("sync", "async")}
+    check("file requests go through the async engine", calls["sync"] + calls["async"] > 0,
+          str(calls))
+    check("some calls completed synchronously (cached lookups)", calls["sync"] > 0, str(calls))
     made = val(m, "fileserverd_fibrils_created_total") - val(base, "fileserverd_fibrils_created_total")
     check("requests served on fibrils count them", made >= n, "%d < %d" % (made, n))
     # the small-file cache, on one connection (one worker's cache)
@@ -293,6 +299,7 @@ def endpoints(surl):
     check("/metrics is 200", st == 200, str(st))
     check("/metrics content type", h.get("Content-Type", "").startswith(
         "text/plain; version=0.0.4"), h.get("Content-Type"))
+    m = {}
     try:
         m = parse(body.decode())
         check("/metrics parses as Prometheus text (%d samples)" % len(m), len(m) > 20)
@@ -302,6 +309,15 @@ def endpoints(surl):
     check("/status is 200 JSON", st == 200 and h.get("Content-Type") == "application/json")
     try:
         j = json.loads(body)
+        sync = sum(v for (k, lab), v in m.items()
+                   if k == "fileserverd_async_calls_total" and ("completion", "sync") in lab)
+        allc = sum(v for (k, lab), v in m.items() if k == "fileserverd_async_calls_total")
+        share = j["async"]["sync_share"]
+        if allc:
+            check("/status reports the synchronous share (%.3f)" % share,
+                  abs(share - sync / allc) < 1e-6, "%r vs %g/%g" % (share, sync, allc))
+        else:
+            check("/status: no share before any call", share is None, repr(share))
         per = sum(w["requests"] for w in j["workers"]["list"])
         check("/status: the total is the workers' sum", j["requests"]["total"] == per,
               "%d != %d" % (j["requests"]["total"], per))

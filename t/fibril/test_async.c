@@ -148,6 +148,48 @@ START_TEST(submit_zero_sync_flag)
 }
 END_TEST
 
+/* What the engine did with each call, by backend. */
+START_TEST(engine_stats)
+{
+	unsigned b = strcmp(want_backend(), "uring") ? ASYNC_BACKEND_POOL
+	                                            : ASYNC_BACKEND_URING;
+	struct open_how how = { .flags = O_RDONLY };
+	unsigned long o[4] = { A((long)tdfd), A("file"), A(&how), sizeof(how) };
+	unsigned long a[5];
+	struct async_stats st;
+	struct statx sb;
+	long res = -1, c;
+
+	async_engine_stats(eng, &st);
+	ck_assert_uint_eq(st.submitted[0] + st.submitted[1], 0);
+	/* inline: a cached open */
+	ck_assert_int_eq(faccessat(tdfd, "file", F_OK, 0), 0);
+	ck_assert_int_eq(async_submit(0, &res, ASYNC_OPENAT2, o), 0);
+	close((int)res);
+	/* on the caller */
+	statx_args(a, "file", &sb);
+	ck_assert_int_eq(async_submit(ASYNC_F_SYNC, &res, ASYNC_STATX, a), 0);
+	/* pending: held by the backend until reaped */
+	c = async_submit(0, &res, ASYNC_STATX, a);
+	ck_assert_int_ge(c, ASYNC_COOKIE_BASE);
+	async_engine_stats(eng, &st);
+	ck_assert_uint_eq(st.sync[b], 2);
+	ck_assert_uint_eq(st.sync_inline[b], 1);
+	ck_assert_uint_eq(st.async[b], 1);
+	ck_assert_uint_eq(st.submitted[b], 3);
+	ck_assert_uint_eq(st.submitted[!b], 0);
+	ck_assert_uint_eq(st.inflight, 1);
+	ck_assert_uint_eq(st.depth[b], 1);
+	ck_assert_int_eq(wait_for_async(c), 0);
+	async_engine_stats(eng, &st);
+	ck_assert_uint_eq(st.inflight, 0);
+	ck_assert_uint_eq(st.depth[b], 0);
+	ck_assert_uint_eq(st.async[b], 1);
+	async_engine_stats(NULL, &st);
+	ck_assert_uint_eq(st.submitted[b], 0);
+}
+END_TEST
+
 START_TEST(submit_cookie_and_wait)
 {
 	unsigned long a[5];
@@ -908,6 +950,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, submit_negative);
 	tcase_add_test(tc, submit_zero_cached_open);
 	tcase_add_test(tc, submit_zero_sync_flag);
+	tcase_add_test(tc, engine_stats);
 	tcase_add_test(tc, submit_cookie_and_wait);
 	tcase_add_test(tc, completion_visible_in_memory);
 	tcase_add_test(tc, cancel_before_completion);

@@ -220,6 +220,42 @@ FIBRIL_API int async_engine_timeout_ms(const async_engine_t *e);
 /** Calls in flight on the engine. */
 FIBRIL_API unsigned async_engine_inflight(const async_engine_t *e);
 
+/** Backends, as async_engine_stats() counts them. */
+enum async_backend_id {
+	ASYNC_BACKEND_URING = 0,  /**< io_uring */
+	ASYNC_BACKEND_POOL,       /**< the thread pools (background included) */
+	ASYNC_NBACKENDS
+};
+
+/**
+ * What an engine did with the calls submitted to it since it was made,
+ * indexed by enum async_backend_id. A call that completed synchronously
+ * is counted under the backend it was meant for (io_uring when the
+ * engine has a ring that runs that call and it is not a background
+ * call, else the pool); a pending one under the backend that took it.
+ * The engine's own calls (directory read-ahead, closes) are not
+ * counted, except in depth.
+ */
+struct async_stats {
+	uint64_t submitted[ASYNC_NBACKENDS]; /**< sync + async */
+	uint64_t sync[ASYNC_NBACKENDS];      /**< completed inside async_submit() (returned 0) */
+	uint64_t sync_inline[ASYNC_NBACKENDS]; /**< of those, by a fast path that
+	                                          cannot block (cached open, read of
+	                                          cached pages, fstat, close); the rest
+	                                          ran on the caller (ASYNC_F_SYNC, the
+	                                          parallelism limit, a refusing backend) */
+	uint64_t async[ASYNC_NBACKENDS];     /**< pending (returned a cookie) */
+	unsigned inflight;                   /**< async_engine_inflight() */
+	/** Calls a backend holds now: on the ring, submitted and not
+	 *  completed (in the kernel, io-wq included); on the pools, queued,
+	 *  running, or done and not yet reaped. */
+	unsigned depth[ASYNC_NBACKENDS];
+};
+
+/** Fills @out (all zero for a NULL engine). Engine's thread only; a
+ *  few loads, for monitoring. */
+FIBRIL_API void async_engine_stats(const async_engine_t *e, struct async_stats *out);
+
 /**
  * For host loops without a "before sleeping" hook (libevent 2.1): @kick
  * is called, from async_submit()/async_cancel() or a completion reaped
