@@ -7,8 +7,9 @@
  * listen address, and everything hanging off a request belongs to the
  * worker that accepted it. The only cross-thread paths are the stop
  * eventfd and its flags (main → worker), the log queue (worker → log
- * thread), and the worker's drain flags that main() polls (worker →
- * main).
+ * thread), the worker's drain flags that main() polls (worker →
+ * main), and the counters a status request reads from every worker
+ * (metrics.h).
  *
  * A reload (SIGHUP) builds a second struct fsd_server from the file
  * and starts its workers on the listening sockets it shares with the
@@ -23,6 +24,7 @@
  *                     and workers, started, drained and freed
  *   worker.c          a worker's thread and loop, libmicrohttpd set-up
  *   request.c         a request's life cycle (the MHD callbacks, its fibril)
+ *   status.c          /metrics, /status, /healthz (status.h)
  *   reqhdr.c          request headers copied and checked (proto/reqcheck)
  *   static.c          what a path is: file, directory, index, redirect,
  *                     sidecar, cache, listing
@@ -37,6 +39,7 @@
  *   mime.c            content types and sidecar names
  *   log*.c            error and access logs (log.h)
  *   tls.c             HTTPS: certificate and key, libmicrohttpd's options
+ *   metrics.c         the workers' counters, summed (metrics.h)
  *   server.c          struct fsd_server fsd
  *   priv.c            the root helper: logs, key files, low ports after
  *                     privileges are dropped (priv.h)
