@@ -490,6 +490,24 @@ static void allow_key(struct load *ld, const char *v)
 	}
 }
 
+/* listen, status_listen */
+static int listen_key(struct load *ld, const char *name, const char *v)
+{
+	bool st = name[0] == 's';
+	int r = st ? conf_add_status_listen(ld->c, v) : conf_add_listen(ld->c, v);
+
+	if (r == -ENOMEM)
+		OOM();
+	if (r == -ENOENT)
+		BAD("listen: unknown flag in '%s' (known: ssl, status)", v);
+	if (r < 0)
+		BAD("%s: expected ADDR:PORT, [IPV6]:PORT or PORT%s, got '%s'",
+		    name, st ? "" : " [ssl] [status]", v);
+	if (ld->c->listen[ld->c->nlisten - 1].ssl && !ld->c->ssl_line)
+		ld->c->ssl_line = ld->line;
+	return 1;
+}
+
 static int server_key(struct load *ld, const char *name, const char *v)
 {
 	struct conf *c = ld->c;
@@ -508,20 +526,8 @@ static int server_key(struct load *ld, const char *name, const char *v)
 		return 1; \
 	}
 
-	if (!strcmp(name, "listen") || !strcmp(name, "status_listen")) {
-		bool st = name[0] == 's';
-		int r = st ? conf_add_status_listen(c, v) : conf_add_listen(c, v);
-		if (r == -ENOMEM)
-			OOM();
-		if (r == -ENOENT)
-			BAD("listen: unknown flag in '%s' (known: ssl, status)", v);
-		if (r < 0)
-			BAD("%s: expected ADDR:PORT, [IPV6]:PORT or PORT%s, got '%s'",
-			    name, st ? "" : " [ssl] [status]", v);
-		if (c->listen[c->nlisten - 1].ssl && !c->ssl_line)
-			c->ssl_line = ld->line;
-		return 1;
-	}
+	if (!strcmp(name, "listen") || !strcmp(name, "status_listen"))
+		return listen_key(ld, name, v);
 	STR("root", root)
 	STR("user", user)
 	STR("group", group)
