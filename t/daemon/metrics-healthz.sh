@@ -1,5 +1,5 @@
 # /healthz answers 200 while the worker accepts and 503 once it drains
-# for a stop: asked, after SIGTERM, on a connection accepted before it,
+# for a stop: asked, after SIGTERM, on connections accepted before it,
 # while a slow download keeps the worker draining.
 . "$top_srcdir/t/daemon/lib.sh"
 MC=$top_srcdir/t/daemon/metrics_check.py
@@ -11,7 +11,7 @@ head -c $BIG /dev/urandom > "$D/big.bin"
 checks() {
 	local out rc
 	LISTEN_FLAGS=status start_daemon -r "$D"
-	out=$(python3 "$MC" drain "$URL" "$DPID" "$BIG")
+	out=$(python3 "$MC" drain "$URL" "$DPID" "$BIG" "$T/daemon.err")
 	echo "$out"
 	echo "$out" | grep -q "^not ok" && fails=$((fails + 1))
 	wait "$DPID"

@@ -6,7 +6,8 @@
 #   counters URL SURL ROOT   counters move as requests are made (URL: the
 #                            files, SURL: a status listener; ROOT: files)
 #   endpoints SURL           /metrics parses, /status is JSON, methods
-#   drain URL PID BIG        /healthz flips to 503 while the worker drains
+#   drain URL PID BIG LOG    /healthz flips to 503 while the worker drains
+#                            (LOG: the daemon's error log, to see it stop)
 import http.client, json, math, os, re, signal, socket, sys, time, urllib.error, urllib.request
 
 fails = 0
@@ -333,10 +334,12 @@ def endpoints(surl):
     check("a query string is ignored", st == 200)
 
 
-def drain(surl, pid, big):
-    """A slow download holds the worker in its drain; a connection
-    accepted before SIGTERM (its request head begun, so that the server,
-    which accepts once data came in, holds it) asks /healthz after."""
+def drain(surl, pid, big, log):
+    """A slow download holds the worker in its drain; connections
+    accepted before SIGTERM (their request heads begun, so that the
+    server, which accepts once data came in, holds them) ask /healthz
+    after it, one by one, until one finds the worker draining: the stop
+    reaches the worker some time after the signal."""
     host, port = surl.split("//")[1].split(":")
     port = int(port)
     c = http.client.HTTPConnection(host, port, timeout=10)
@@ -350,20 +353,33 @@ def drain(surl, pid, big):
     dl.settimeout(10)
     got = dl.recv(4096)
     check("download started", got.startswith(b"HTTP/1.1 200"), repr(got[:40]))
-    ask = socket.create_connection((host, port))
-    ask.settimeout(10)
-    ask.sendall(b"GET /healthz HTTP/1.1\r\n")
+    asks = []
+    for _ in range(10):
+        a = socket.create_connection((host, port))
+        a.settimeout(10)
+        a.sendall(b"GET /healthz HTTP/1.1\r\n")
+        asks.append(a)
     time.sleep(0.3)
     os.kill(pid, signal.SIGTERM)
-    time.sleep(0.3)
-    ask.sendall(b"Host: x\r\n\r\n")
-    try:
-        st, hdr, body, _ = read_response(ask)
-        check("/healthz while draining: 503 draining", (st, body) == (503, b"draining\n"),
-              "%d %r" % (st, body))
-    except (Bad, OSError) as e:
-        check("/healthz while draining answered", False, str(e))
-    ask.close()
+    deadline = time.time() + 5
+    while time.time() < deadline and "stopping" not in open(log, errors="replace").read():
+        time.sleep(0.02)
+    seen = []
+    for a in asks:
+        try:
+            a.sendall(b"Host: x\r\n\r\n")
+            st, _, body, _ = read_response(a)
+            seen.append(st)
+            if st == 503:
+                check("/healthz while draining: 503 draining", body == b"draining\n", repr(body))
+                break
+        except (Bad, OSError) as e:
+            seen.append(str(e))
+        time.sleep(0.05)
+    else:
+        check("/healthz while draining: 503", False, "answers: %r" % seen)
+    for a in asks:
+        a.close()
     dl.close()
 
 
@@ -399,5 +415,5 @@ if __name__ == "__main__":
     elif cmd == "endpoints":
         endpoints(sys.argv[2])
     elif cmd == "drain":
-        drain(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        drain(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
     sys.exit(min(fails, 100))
