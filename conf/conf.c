@@ -251,7 +251,7 @@ static int add_listen(struct conf *c, const char *text, bool status_only)
 	nl.text = strndup(text, alen);
 	if (!nl.text)
 		return -ENOMEM;
-	if (conf_parse_listen(nl.text, &nl.addr, &nl.addrlen) < 0) {
+	if (conf_parse_listen(text, &nl.addr, &nl.addrlen) < 0) {
 		free(nl.text);
 		return -EINVAL;
 	}

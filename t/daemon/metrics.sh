@@ -18,6 +18,11 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# ok_gets BASE: fileserverd_requests_total of GETs answered 2xx
+ok_gets() {
+	curl -s "$1/metrics" | awk '/^fileserverd_requests_total\{method="GET",status="2xx"\}/ { print $2 }'
+}
+
 out=$(python3 "$MC" selftest)
 echo "$out"
 echo "$out" | grep -q "^not ok" && fails=$((fails + 1))
@@ -41,6 +46,15 @@ checks() {
 	check "files listener without the flag: /metrics is the file" \
 		"the file named metrics" "$(curl -s "$URL/metrics")"
 	check "files listener without the flag: /healthz is 404" 404 "$(code /healthz)"
+	# a reload keeps the status listener and the counts
+	local n0 n1
+	n0=$(ok_gets "http://127.0.0.1:$sp")
+	kill -HUP "$DPID"
+	wait_for "$T/daemon.err" "reloaded" || not_ok "reload logged"
+	curl -s -o /dev/null "$URL/f1"
+	n1=$(ok_gets "http://127.0.0.1:$sp")
+	check "reload: counters kept (GET 2xx $n0, then $n1)" yes \
+		"$([ -n "$n1" ] && [ "$n1" -ge $((n0 + 1)) ] && echo yes)"
 	stop_daemon
 
 	# the flag on the files listener: the endpoints shadow files
