@@ -77,8 +77,8 @@ static int srv_conf(struct conf *c, const struct fsd_args *a, bool reload)
 		c->ssl_line = 0;    /* (a status_listen is never ssl) */
 		for (int i = 0; i < a->nlisten; i++)
 			if (conf_add_listen(c, a->listen[i]) < 0) {
-				srv_report(reload, "fileserverd: --listen: expected ADDR:PORT [ssl], "
-				           "got '%s'", a->listen[i]);
+				srv_report(reload, "fileserverd: --listen: expected ADDR:PORT "
+				           "[ssl] [status], got '%s'", a->listen[i]);
 				errors++;
 			}
 	}
