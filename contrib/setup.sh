@@ -19,7 +19,7 @@ mode=${1:-build}
 # Build: compiler, autotools, and one -dev package per library.
 pkgs_build="build-essential autoconf automake libtool pkg-config
   liburing-dev libevent-dev libmicrohttpd-dev libgnutls28-dev libinih-dev zlib1g-dev libxxhash-dev
-  check libsubunit-dev libtevent-dev libtalloc-dev"
+  check libsubunit-dev libtevent-dev libtalloc-dev libsystemd-dev"
 # Tests and benchmarks: real clients, peers, the FUSE test filesystem,
 # a browser for the listing page, a cross compiler with qemu-user so
 # that the aarch64 context switch runs too (contrib/cross/), and clang
@@ -28,7 +28,7 @@ pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
   rclone chromium nodejs python3 procps iproute2 xz-utils logrotate slowhttptest
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   clang libclang-rt-14-dev
-  sshfs openssh-client openssh-sftp-server socat openssl"
+  sshfs openssh-client openssh-sftp-server socat openssl systemd"
 
 missing=()
 for p in $pkgs_build $( [ "$mode" = check ] && echo $pkgs_test ); do

@@ -96,3 +96,12 @@ METRICS_IT = t/daemon/metrics.sh t/daemon/metrics-healthz.sh
 TESTS += $(METRICS_IT)
 dist_check_SCRIPTS += $(METRICS_IT)
 EXTRA_DIST += t/daemon/metrics_check.py
+
+# --- systemd (SYSD) ---
+fileserverd_SOURCES += daemon/notify.c daemon/notify.h
+fileserverd_CFLAGS += $(SYSTEMD_CFLAGS)
+fileserverd_LDADD += $(SYSTEMD_LIBS)
+SYSD_IT = t/daemon/systemd.sh
+TESTS += $(SYSD_IT)
+dist_check_SCRIPTS += $(SYSD_IT)
+EXTRA_DIST += t/daemon/notify_listen.py t/daemon/seccomp_exec.py

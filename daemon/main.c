@@ -3,6 +3,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/mime.h"
+#include "daemon/notify.h"
 #include "daemon/priv.h"
 
 #include <errno.h>
@@ -323,10 +324,18 @@ static int run(const struct fsd_args *a, const sigset_t *set)
 			fsd_log(LOG_NOTICE, "SIGUSR1: reopening logs");
 			fsd_log_reopen();
 		} else if (sig == SIGHUP) {
-			if (!stopping)
+			if (!stopping) {
+				struct fsd_server *was = cur;
+				fsd_notify("RELOADING=1");
 				reload(a);
+				fsd_notify_status("READY=1", cur != was ? "serving %s with %u "
+				                  "worker%s" : "reload failed: still serving %s "
+				                  "with %u worker%s", cur->conf.root,
+				                  cur->conf.workers, cur->conf.workers > 1 ? "s" : "");
+			}
 		} else if (!stopping) {
 			stopping = true;
+			fsd_notify("STOPPING=1");
 			fsd_log(LOG_NOTICE, "%s: stopping: no new connections, requests in "
 			        "progress finish (at most %us)", sig_name(sig),
 			        cur->conf.shutdown_timeout);
@@ -404,6 +413,8 @@ int main(int argc, char **argv)
 	}
 	fsd_log(LOG_NOTICE, "fileserverd %s started: %u worker%s, root %s",
 	        PACKAGE_VERSION, c->workers, c->workers > 1 ? "s" : "", c->root);
+	fsd_notify_status("READY=1", "serving %s with %u worker%s", c->root,
+	                  c->workers, c->workers > 1 ? "s" : "");
 	st = run(&a, &set);
 	fsd_log_close();
 	free(draining);
