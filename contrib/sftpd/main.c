@@ -171,11 +171,11 @@ static void sftpd__on_usr1(struct tevent_context *ev, struct tevent_signal *se,
 	(void)ev; (void)se; (void)signum; (void)count; (void)siginfo;
 	lk_stats(&st);
 	sftpd_log("stats: connections %u, bytes %zu, scans %llu, flights %llu, "
-	          "opens %llu, in flight %u", srv->nconns,
+	          "opens %llu, in flight %u, closing %u", srv->nconns,
 	          talloc_total_size(srv->conns), (unsigned long long)st.live_scans,
 	          (unsigned long long)st.live_flights,
 	          (unsigned long long)st.live_ops,
-	          async_engine_inflight(ftev_engine(srv->ft)));
+	          async_engine_inflight(ftev_engine(srv->ft)), srv->closing);
 }
 
 /* -u USER: the credentials every request of every connection runs

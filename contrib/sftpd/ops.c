@@ -193,9 +193,18 @@ static void sftpd__close_handle(struct sreq *r, struct sw_reader *rd)
 	r->c->h[h->slot] = NULL;
 	if (h->kind == SH_DIR)
 		sftpd_dir_closed(h);
-	if (h->busy == 0)
-		talloc_free(h);
-	sftpd_status(r, SSH_FX_OK, "ok");
+	if (h->busy) {
+		/* Reads in flight use the descriptor: it is closed when the
+		 * last one ends (sftpd_handle_release). */
+		sftpd_status(r, SSH_FX_OK, "ok");
+		return;
+	}
+	/* The reply waits for the close, as sftp-server's does, so that
+	 * its status is the close's own. */
+	int fd = h->fd;
+	h->fd = -1;
+	talloc_free(h);
+	sftpd_close_reply(r, fd);
 }
 
 static void sftpd__read(struct sreq *r, struct sw_reader *rd)

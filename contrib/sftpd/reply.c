@@ -47,8 +47,7 @@ void sftpd_put_attrs(struct sw_buf *w, const struct statx *stx)
 
 static int sftpd__handle_destructor(struct shandle *h)
 {
-	if (h->fd >= 0)
-		close(h->fd);
+	sftpd_close_fd(h->c->srv, h->fd);
 	return 0;
 }
 
@@ -84,7 +83,7 @@ struct shandle *sftpd_handle_opened(struct tevent_req *req, struct sreq *r,
 	}
 	struct shandle *h = sftpd_handle_new(r->c, kind, f->fd);
 	if (!h) {
-		close(f->fd);
+		sftpd_close_fd(r->c->srv, f->fd);
 		sftpd_status(r, SSH_FX_FAILURE, "too many open handles");
 	}
 	return h;

@@ -36,6 +36,7 @@ struct sftpd {
 	bool done;
 	lk_cred_t *cred;          /* -u: every request acts as this user */
 	unsigned nconns;
+	unsigned closing;         /* descriptors the engine is closing */
 };
 
 struct sconn;
@@ -130,6 +131,12 @@ void sftpd_handle_release(struct shandle *h);
 /** The lookup options of a request on a path (credentials,
  *  case-insensitive names), or NULL when there are none. */
 const struct lk_lookup_opts *sftpd_lopts(struct sreq *r, int oflags);
+
+/* close.c */
+/** Closes @fd (if >= 0) through the engine, never waiting on the loop. */
+void sftpd_close_fd(struct sftpd *srv, int fd);
+/** Closes @fd likewise and answers @r with the result once it is done. */
+void sftpd_close_reply(struct sreq *r, int fd);
 
 /* ops_dir.c */
 void sftpd_opendir(struct sreq *r, const char *rel);

@@ -24,7 +24,7 @@ else
 	rmdir "$R/slow" && cp -r "$T/back" "$R/slow"
 fi
 
-idle="connections 0, bytes 0, scans 0, flights 0, opens 0, in flight 0"
+idle="connections 0, bytes 0, scans 0, flights 0, opens 0, in flight 0, closing 0"
 for backend in uring threads; do
 	echo "# backend $backend"
 	FIBRIL_BACKEND=$backend start_sftpd "$R"

@@ -8,6 +8,10 @@ input that real clients never send.
                                   list the slow directory SLOWDIR
   sftpc.py leave PORT SLOWDIR N   N connections start listings, open files
                                   and disconnect mid-way
+  sftpc.py closes PORT DIR MOUNT N  N files of DIR (on a slowfs --slow-close
+                                  mounted at MOUNT) closed at once; a fast
+                                  STAT on another connection is answered
+                                  while the closes are pending
   sftpc.py probe PORT PATH...     per path: STAT, OPEN+READ, OPENDIR results
 Prints "ok - ..." / "not ok - ..." lines; exits 1 on any failure."""
 import os, random, select, socket, stat, struct, sys, time
@@ -358,6 +362,52 @@ def leave(port, slowdir, n):
     report(True, "%d connections left mid-listing" % n)
 
 
+def flushes(mount):
+    for line in open(os.path.join(mount, ".slowfs-stats")):
+        k, v = line.split()
+        if k == "flush":
+            return int(v)
+    return 0
+
+
+def closes(port, d, mount, n):
+    c, fast = Conn(port), Conn(port)
+    files = sorted(os.listdir(mount))[:n]
+    ids = [c.send("OPEN", s(d + "/" + f) + struct.pack(">II", 1, 0)) for f in files]
+    handles = {}
+    for _ in ids:
+        t, rid, p = c.reply()
+        if t != FXP["HANDLE"]:
+            report(False, "OPEN: status %d" % status(p))
+            return
+        handles[rid] = s(p[4:4 + struct.unpack(">I", p[:4])[0]])
+    before = flushes(mount)
+    t0 = time.time()
+    for rid in ids:
+        c.send("CLOSE", handles[rid])
+    # Once the server has started a close, a close run on its loop would
+    # hold it there for the file system's delay, n times over.
+    while flushes(mount) == before and time.time() - t0 < 10:
+        time.sleep(0.001)
+    t1 = time.time()
+    t, p = fast.call("STAT", s("fast.txt"))
+    t2 = time.time()
+    pending = not select.select([c.sock], [], [], 0)[0]
+    print("# first close reached the file system after %.3f s; STAT answered in %.3f s"
+          % (t1 - t0, t2 - t1))
+    report(t == FXP["ATTRS"], "STAT of a fast path answered")
+    report(pending, "... while %d slow CLOSEs were pending" % n)
+    sts = [status(c.reply()[2]) for _ in ids]
+    t3 = time.time()
+    print("# %d CLOSEs answered after %.3f s" % (n, t3 - t0))
+    report(sts == [OK] * n, "every CLOSE answered OK once its close is done")
+    report(flushes(mount) - before == n, "each file closed once (%d flushes)" % (flushes(mount) - before))
+    t, p = c.call("READ", handles[ids[0]] + struct.pack(">QI", 0, 10))
+    report(t == FXP["STATUS"] and status(p) == FAILURE, "a closed handle is invalid")
+    c.close()
+    fast.close()
+
+
 def probe(port, paths):
     """Prints, per path, what STAT, READ of the file and OPENDIR give."""
     c = Conn(port)
@@ -388,6 +438,8 @@ def main():
         slow(port, sys.argv[3], int(sys.argv[4]))
     elif cmd == "leave":
         leave(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "closes":
+        closes(port, sys.argv[3], sys.argv[4], int(sys.argv[5]))
     sys.exit(1 if failures else 0)
 
 

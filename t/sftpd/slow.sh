@@ -2,7 +2,10 @@
 # With slowfs (every metadata op delayed) below part of the root: a STAT
 # of a fast path on one connection is answered while READDIRs of the slow
 # directory are pending on others, one connection answers out of order,
-# and the slow listing is whole.
+# and the slow listing is whole. With a slowfs whose close(2) of a file
+# waits too (--slow-close, as a network file system's flush does), a
+# STAT on one connection is answered while CLOSEs of such files are
+# pending on another: the server never closes on its loop.
 . "$top_srcdir/t/sftpd/lib.sh"
 . "$top_srcdir/t/slowfs/lib.sh"
 
@@ -18,12 +21,19 @@ slowfs_mount --delay-ms 50 -o max_threads=64 "$T/back" "$R/slow"
 rc=$?
 [ $rc = 77 ] && { echo "SKIP: cannot mount slowfs"; exit 77; }
 [ $rc = 0 ] || { echo "slowfs_mount failed"; exit 99; }
-trap 'cleanup_sftpd; slowfs_umount "$R/slow" "$SLOWFS_PID"; rm -rf "$T"' EXIT
+PID1=$SLOWFS_PID
+mkdir -p "$R/sclose" "$T/back2"
+for i in 1 2 3 4 5 6 7 8; do printf 'f%s\n' $i > "$T/back2/f$i"; done
+slowfs_mount --delay-ms 300 --slow-close -o max_threads=64 "$T/back2" "$R/sclose" ||
+	{ slowfs_umount "$R/slow" "$PID1"; echo "slowfs_mount --slow-close failed"; exit 99; }
+PID2=$SLOWFS_PID
+trap 'cleanup_sftpd; slowfs_umount "$R/slow" "$PID1"; slowfs_umount "$R/sclose" "$PID2"; rm -rf "$T"' EXIT
 
 for backend in uring threads; do
 	echo "# backend $backend"
 	FIBRIL_BACKEND=$backend start_sftpd "$R"
 	SFTPD_BACK=$T/back python3 "$SFTPC" slow "$SPORT" /slow 4 || fails=$((fails + 1))
+	python3 "$SFTPC" closes "$SPORT" /sclose "$R/sclose" 8 || fails=$((fails + 1))
 	stop_sftpd
 done
 finish

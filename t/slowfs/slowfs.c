@@ -23,6 +23,10 @@
  *   --eio=NAME          fail lookups of this file name (repeatable)
  *   --eio-suffix=SUF    fail lookups of names ending in SUF (default
  *                       ".eio"; empty disables)
+ *   --slow-close        the flush that close(2) of a file sends waits the
+ *                       delay too, as a network file system's close
+ *                       waits for its server (without it, flush is
+ *                       refused once and the kernel stops asking)
  *   -o max_threads=N    FUSE worker threads (default: one, the
  *                       single-threaded loop; handlers never sleep, the
  *                       delayed answers wait in a queue, so more threads
@@ -72,9 +76,10 @@ struct dirh {
 };
 
 enum { OP_LOOKUP, OP_GETATTR, OP_READLINK, OP_OPEN, OP_OPENDIR, OP_READDIR,
-	OP_READ, OP_EIO, OP_MAX };
+	OP_READ, OP_EIO, OP_FLUSH, OP_MAX };
 static const char *const op_names[OP_MAX] = {
 	"lookup", "getattr", "readlink", "open", "opendir", "readdir", "read", "eio",
+	"flush",
 };
 static atomic_ulong op_count[OP_MAX];
 
@@ -87,6 +92,7 @@ static struct {
 	char *eio_suffix;
 	int show_help;
 	int threads_given;      /* -o max_threads=N on the command line */
+	int slow_close;
 } opt = { .eio_suffix = NULL, .delay_ms = UINT_MAX };
 
 static struct node root_node = { .fd = -1, .nlookup = 2 };
@@ -472,6 +478,22 @@ static void sfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	fuse_reply_err(req, 0);
 }
 
+static void sfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (!opt.slow_close) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (node_of(ino) == &stats_node) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	struct sfs_answer *a = delayed(req, OP_FLUSH);
+	if (a)
+		sfs_answer_err(a, 0);
+}
+
 static void dirh_free(struct dirh *d)
 {
 	closedir(d->dp);
@@ -586,6 +608,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.readlink = sfs_readlink,
 	.open = sfs_open,
 	.read = sfs_read,
+	.flush = sfs_flush,
 	.release = sfs_release,
 	.opendir = sfs_opendir,
 	.readdir = sfs_readdir,
@@ -602,6 +625,7 @@ static const struct fuse_opt sfs_opts[] = {
 	SFS_OPT("--delay-ms=%u", delay_ms),
 	SFS_OPT("delay_ms=%u", delay_ms),
 	SFS_OPT("--eio-suffix=%s", eio_suffix),
+	SFS_OPT("--slow-close", slow_close),
 	FUSE_OPT_KEY("--eio=", KEY_EIO),
 	FUSE_OPT_KEY("eio=", KEY_EIO),
 	FUSE_OPT_KEY("max_threads=", KEY_THREADS),
@@ -650,6 +674,7 @@ static void usage(const char *prog)
 	       "  --eio=NAME, -o eio=NAME\n"
 	       "                      lookups of this file name fail with EIO (repeatable)\n"
 	       "  --eio-suffix=SUF    ... and of names ending in SUF (default .eio)\n"
+	       "  --slow-close        close(2) of a file (its flush) waits the delay too\n"
 	       "  -o max_threads=N    worker threads (default: one, single-threaded loop)\n"
 	       "Read MOUNTPOINT/" STATS_NAME " for the op counters.\n", prog);
 }
