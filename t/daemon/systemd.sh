@@ -106,6 +106,9 @@ checks() {
 	curl -s -o /dev/null "$URL/after-rotate"
 	wait_for "$L/access.log" "GET /after-rotate " && ok "log reopened" ||
 		not_ok "no new access log after SIGUSR1"
+	kill -HUP "$DPID"
+	wait_for "$L/error.log" "reloaded" || not_ok "no reload under the filter"
+	check "file after a reload" hello "$(curl -s "$URL/a.txt")"
 	check "daemon alive under the filter" yes "$(kill -0 "$DPID" 2>/dev/null && echo yes)"
 	if [ -z "${FIBRIL_BACKEND:-}" ]; then
 		wait_for "$L/error.log" "backend" || true
