@@ -104,4 +104,4 @@ fileserverd_LDADD += $(SYSTEMD_LIBS)
 SYSD_IT = t/daemon/systemd.sh
 TESTS += $(SYSD_IT)
 dist_check_SCRIPTS += $(SYSD_IT)
-EXTRA_DIST += t/daemon/notify_listen.py t/daemon/seccomp_exec.py
+EXTRA_DIST += t/daemon/notify_listen.py t/daemon/seccomp_exec.py t/lib.sh

@@ -9,11 +9,7 @@ set -u
 FSD=$top_builddir/fileserverd
 [ -x "$FSD" ] || { echo "no $FSD"; exit 99; }
 
-need() {
-	for t in "$@"; do
-		command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t not installed"; exit 77; }
-	done
-}
+. "$top_srcdir/t/lib.sh"
 need curl python3
 
 # A quick run (make check-quick) sets FSD_QUICK: a test slow by design
@@ -26,7 +22,6 @@ slow_test() {
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/fsd-test.XXXXXX")
 DPID=
-fails=0
 cleanup() {
 	if [ -n "$DPID" ]; then
 		kill "$DPID" 2>/dev/null
@@ -36,18 +31,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-ok() { echo "ok - $*"; }
-not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
-# check NAME EXPECTED ACTUAL
-check() {
-	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected '$2', got '$3'"; fi
-}
-# check_match NAME REGEX ACTUAL
-check_match() {
-	if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"
-	else not_ok "$1: '$3' does not match /$2/"; fi
-}
 
 # start_daemon [fileserverd args...]: picks a free port, starts the
 # daemon there, waits until it answers. Sets PORT, URL, DPID.

@@ -9,17 +9,12 @@ SFTPD=$top_builddir/contrib/sftpd/fsd-sftp
 [ -x "$SFTPD" ] || { echo "SKIP: fsd-sftp not built (tevent/talloc missing at configure time)"; exit 77; }
 SFTPC=$top_srcdir/t/sftpd/sftpc.py
 
-need() {
-	for t in "$@"; do
-		command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t not installed"; exit 77; }
-	done
-}
+. "$top_srcdir/t/lib.sh"
 need python3
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sftpd-test.XXXXXX")
 : > "$T/sftpd.log"
 SPID=
-fails=0
 cleanup_sftpd() {
 	if [ -n "$SPID" ]; then
 		kill "$SPID" 2>/dev/null
@@ -33,12 +28,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-ok() { echo "ok - $*"; }
-not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
-check() {
-	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected '$2', got '$3'"; fi
-}
 
 # start_sftpd ROOT [ARGS...]: sets SPORT and SPID; the log is $T/sftpd.log.
 start_sftpd() {
