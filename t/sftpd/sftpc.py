@@ -404,7 +404,18 @@ def closes(port, d, mount, n):
     report(flushes(mount) - before == n, "each file closed once (%d flushes)" % (flushes(mount) - before))
     t, p = c.call("READ", handles[ids[0]] + struct.pack(">QI", 0, 10))
     report(t == FXP["STATUS"] and status(p) == FAILURE, "a closed handle is invalid")
+    # A client that goes away while its CLOSEs wait for the file system:
+    # the closes go on without it.
+    ids = [c.send("OPEN", s(d + "/" + f) + struct.pack(">II", 1, 0)) for f in files]
+    hs = [c.reply()[2] for _ in ids]
+    before = flushes(mount)
+    for p in hs:
+        c.send("CLOSE", s(p[4:4 + struct.unpack(">I", p[:4])[0]]))
+    while flushes(mount) == before and time.time() - t3 < 10:
+        time.sleep(0.001)
     c.close()
+    t, p = fast.call("STAT", s("fast.txt"))
+    report(t == FXP["ATTRS"], "a client gone with its CLOSEs pending: the server goes on")
     fast.close()
 
 

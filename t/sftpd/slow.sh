@@ -34,6 +34,13 @@ for backend in uring threads; do
 	FIBRIL_BACKEND=$backend start_sftpd "$R"
 	SFTPD_BACK=$T/back python3 "$SFTPC" slow "$SPORT" /slow 4 || fails=$((fails + 1))
 	python3 "$SFTPC" closes "$SPORT" /sclose "$R/sclose" 8 || fails=$((fails + 1))
+	for i in $(seq 1 50); do
+		s=$(sftpd_stats)
+		case $s in "connections 0,"*", closing 0") break ;; esac
+		sleep 0.1
+	done
+	check "every descriptor closed once the clients are gone" "connections 0 closing 0" \
+		"$(echo "$s" | sed 's/^\(connections [0-9]*\),.*\(closing [0-9]*\)$/\1 \2/')"
 	stop_sftpd
 done
 finish
