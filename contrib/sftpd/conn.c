@@ -80,12 +80,39 @@ static bool sftpd__write(struct sconn *c)
 	return true;
 }
 
+/*
+ * From a completion: writes what is queued at once, instead of asking
+ * the loop for EPOLLOUT and waiting for the connection's turn among
+ * every ready descriptor (tevent takes one event per turn): a STAT
+ * answered at once went out only after the turns of the connections
+ * ahead of it, each with a listing reply to send. An error is left for
+ * sftpd__on_io (the descriptor stays readable or writable with it),
+ * where the connection may go: here a caller may still hold parts of it.
+ */
+static void sftpd__write_now(struct sconn *c)
+{
+	while (c->out.off < c->out.len) {
+		ssize_t n = write(c->wfd, c->out.b + c->out.off,
+		                  c->out.len - c->out.off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		c->out.off += (size_t)n;
+	}
+	if (c->out.off == c->out.len)
+		c->out.off = c->out.len = 0;
+	else if (c->out.off > c->out.cap / 2)
+		sw_compact(&c->out);
+}
+
 /* Dispatches every whole packet in the input, unless throttled.
  * Returns false when the connection is gone. */
 static bool sftpd__parse(struct sconn *c)
 {
 	size_t at = 0;
 
+	c->parsing = true;
 	while (c->inlen - at >= 4 && !sftpd__throttled(c)) {
 		const uint8_t *p = c->in + at;
 		uint32_t len = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
@@ -115,11 +142,13 @@ static bool sftpd__parse(struct sconn *c)
 			return false;
 		}
 	}
+	c->parsing = false;
 	if (at) {
 		memmove(c->in, c->in + at, c->inlen - at);
 		c->inlen -= at;
 	}
-	return true;
+	/* The replies made while parsing, all in one write. */
+	return c->out.len == c->out.off || sftpd__write(c);
 }
 
 static void sftpd__on_io(struct tevent_context *ev, struct tevent_fd *fde,
@@ -169,6 +198,8 @@ static void sftpd__req_done(struct sreq *r)
 		sftpd__close(c, "out of memory");
 		return;
 	}
+	if (!c->parsing)
+		sftpd__write_now(c);
 	/* Resume from the loop, not from here: parsing dispatches, and a
 	 * reply made at once would bring us back here. */
 	if (was && !sftpd__throttled(c) && c->inlen >= 4)

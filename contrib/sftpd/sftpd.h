@@ -71,6 +71,7 @@ struct sconn {
 	unsigned pending;         /* requests in progress */
 	bool inited;
 	bool eof;                 /* input ended or failed: drain and go */
+	bool parsing;             /* in sftpd__parse: replies are written after */
 	char peer[64];
 	struct shandle *h[SFTPD_MAX_HANDLES];
 	uint32_t gen;
