@@ -3,9 +3,11 @@
 # the build's binary in its Exec lines and the man pages its
 # Documentation= names); the daemon sends READY=1 over NOTIFY_SOCKET
 # from its main process once the port answers, after switching user,
-# and STOPPING=1 on SIGTERM; and it serves files, listings, ranges and
+# RELOADING=1 then READY=1 around a good and a broken reload, and
+# STOPPING=1 on SIGTERM; and it serves files, listings, ranges and
 # log rotation on both async backends under the unit's SystemCallFilter=
-# enforced with seccomp (a call outside it kills the daemon).
+# enforced with seccomp (a call outside it kills the daemon), HTTPS and
+# a reload included.
 . "$top_srcdir/t/daemon/lib.sh"
 need systemd-analyze
 
@@ -90,12 +92,22 @@ chmod 755 "$L"
 printf '[server]\nroot = %s\n%saccess_log = %s\nerror_log = %s\nlog_level = info\n' \
 	"$D" "${user:+user = $user
 }" "$L/access.log" "$L/error.log" > "$T/filter.conf"
+# HTTPS too (GnuTLS), with a key only root may read: through the root
+# helper at a reload
+need openssl
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	-keyout "$T/tls.key" -out "$T/tls.crt" -days 2 -subj /CN=localhost \
+	-addext subjectAltName=IP:127.0.0.1 2>"$T/openssl.err" || { cat "$T/openssl.err"; exit 99; }
+chmod 600 "$T/tls.key"
+printf 'ssl_certificate = %s\nssl_certificate_key = %s\n' "$T/tls.crt" "$T/tls.key" >> "$T/filter.conf"
 printf '#!/bin/sh\nexec python3 "%s" "%s" "%s" "$@"\n' \
 	"$top_srcdir/t/daemon/seccomp_exec.py" "$UNIT" "$FSD" > "$T/fsd-filtered"
 chmod 755 "$T/fsd-filtered"
 checks() {
-	FSD=$T/fsd-filtered start_daemon -c "$T/filter.conf"
+	SPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	FSD=$T/fsd-filtered start_daemon -c "$T/filter.conf" -l "127.0.0.1:$SPORT ssl"
 	check "file" hello "$(curl -s "$URL/a.txt")"
+	check "file over HTTPS" hello "$(curl -s --cacert "$T/tls.crt" "https://127.0.0.1:$SPORT/a.txt")"
 	check "listing" 200 "$(code /sub/)"
 	check "big file, sendfile" "$(md5sum < "$D/big.bin")" "$(curl -s "$URL/big.bin" | md5sum)"
 	check "range" 206 "$(code /big.bin -r 100-199)"
@@ -109,6 +121,8 @@ checks() {
 	kill -HUP "$DPID"
 	wait_for "$L/error.log" "reloaded" || not_ok "no reload under the filter"
 	check "file after a reload" hello "$(curl -s "$URL/a.txt")"
+	check "file over HTTPS after a reload" hello \
+		"$(curl -s --cacert "$T/tls.crt" "https://127.0.0.1:$SPORT/a.txt")"
 	check "daemon alive under the filter" yes "$(kill -0 "$DPID" 2>/dev/null && echo yes)"
 	if [ -z "${FIBRIL_BACKEND:-}" ]; then
 		wait_for "$L/error.log" "backend" || true
