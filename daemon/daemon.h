@@ -41,6 +41,7 @@
  *   tls.c             HTTPS: certificate and key, libmicrohttpd's options
  *   metrics.c         the workers' counters, summed (metrics.h)
  *   server.c          struct fsd_server fsd
+ *   notify.c          readiness, reloads and stops told to systemd (notify.h)
  *   priv.c            the root helper: logs, key files, low ports after
  *                     privileges are dropped (priv.h)
  */
