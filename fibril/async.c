@@ -22,6 +22,7 @@
 
 void async__flush(async_engine_t *e)
 {
+	async__batch_flush(e);
 	async__uring_flush(e);
 	async__pool_flush(e);
 }
@@ -42,6 +43,7 @@ static struct async__owner *async__owner_get(async_engine_t *e, fibril_t *self,
 	if (!o)
 		return NULL;
 	o->f = self;
+	async__ahead_reset(o);
 	o->anext = e->owners;
 	if (e->owners)
 		e->owners->aprev = o;
@@ -250,17 +252,26 @@ static int async__dispatch(async_engine_t *e, struct async__op *op,
 	return async__pool_submit(e, op, bg);
 }
 
-/* What a submitted call sets going besides itself. */
-static void async__submitted(async_engine_t *e, const struct async__op *op,
-                             long call, const unsigned long *args)
+/* Sends @op on its way: in a batch or to a backend, as the policy on
+ * runs of stats says (async_ahead.c), with what it sets going. */
+static int async__route(async_engine_t *e, struct async__op *op,
+                        unsigned long flags, bool over)
 {
+	unsigned run = async__run_note(op->owner, op->call, op->args);
+
+	if (run & ASYNC__RUN_AHEAD)
+		async__ahead_start(e, (long)op->args[0]);
+	/* Background stats stay on their SCHED_IDLE pool. */
+	if ((run & ASYNC__RUN_BATCH) && !(flags & ASYNC_F_BACKGROUND) &&
+	    async__batch_add(e, op) == 0)
+		return 0;
+	int rc = async__dispatch(e, op, flags, over);
 	/* Now, not at the next flush: a function call is a chunk of work
 	 * that the pool can start while the caller goes on (a listing's
 	 * run of stats while the worker formats the previous window). */
-	if (call == ASYNC_CALL)
+	if (rc == 0 && op->call == ASYNC_CALL)
 		async__pool_flush(e);
-	if (async__ahead_note(op->owner, call, args))
-		async__ahead_start(e, (long)args[0]);
+	return rc;
 }
 
 /* The backend a call is meant for (async_engine_stats()). */
@@ -293,17 +304,17 @@ static long async__submit(unsigned long flags, long *result, long call,
 		goto sync;
 	}
 	async__op_account(e, op, result);
-	if (async__dispatch(e, op, flags, over) < 0) {
+	if (async__route(e, op, flags, over) < 0) {
 		/* The backend is saturated: the call simply goes the other
 		 * way, synchronously, as at the parallelism limit. */
 		async__op_unaccount(e, op);
 		*result = async__exec(call, args);
 		goto sync;
 	}
-	/* (where is 0 when the pool ran it already, having no thread) */
+	/* (where is 0 when the pool ran it already, having no thread; a
+	 * batch is the pool's) */
 	e->st_async[op->where == ASYNC__IN_RING ? ASYNC_BACKEND_URING
 	                                        : ASYNC_BACKEND_POOL]++;
-	async__submitted(e, op, call, args);
 	return op->cookie;
 sync:;
 	unsigned b = async__meant(e, flags, call, args);
@@ -347,6 +358,11 @@ static int async__drive(async_engine_t *e)
 		return n;
 	int ran = fibril_sched_run();
 	if (n > 0 || ran > 0)
+		return 0;
+	/* A thread that waits has nothing else to do: it takes a batch of
+	 * stats the pool has not started yet, and the loop's tail runs on
+	 * both CPUs. */
+	if (async__pool_run_here(e, ASYNC__CALL_BATCH))
 		return 0;
 	int t = async__min_timeout(async_engine_timeout_ms(e),
 	                       fibril_sched_timeout_ms());
@@ -454,6 +470,8 @@ FIBRIL_API int async_cancel(long cookie)
 		(void)async__pool_cancel(e, op);  /* -EBUSY: running, let it finish */
 	else if (op->where == ASYNC__IN_RING)
 		(void)async__uring_cancel(e, op);
+	else if (op->where == ASYNC__IN_BATCH)
+		(void)async__batch_cancel(e, op);  /* -EBUSY: handed over */
 	return 0;
 }
 
@@ -520,6 +538,7 @@ FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
 	e->queue_at_limit = o.queue_at_limit != 0;
 	e->log = o.log;
 	e->log_arg = o.log_arg;
+	async__ahead_reset(&e->thread_owner);
 	e->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (e->efd < 0) {
 		rc = -errno;
@@ -574,9 +593,11 @@ FIBRIL_API void async_engine_destroy(async_engine_t *e)
 			}
 		}
 	async__uring_destroy(e);
+	async__batch_cancel_all(e);
 	async__pool_destroy(e);
 	/* Callbacks were promised to run once for every cookie handed out. */
 	async__run_callbacks(e, 0);
+	async__batch_free(e);
 	while (e->owners) {
 		struct async__owner *o = e->owners;
 		e->owners = o->anext;
@@ -641,7 +662,7 @@ FIBRIL_API int async_engine_timeout_ms(const async_engine_t *e)
 
 	if (!e)
 		return -1;
-	if (e->cb_head || async__uring_busy(m) || async__pool_busy(m))
+	if (e->cb_head || e->batch || async__uring_busy(m) || async__pool_busy(m))
 		return 0;
 	if (async__pool_held(m))
 		return ASYNC__BG_HOLD_MS;

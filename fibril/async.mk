@@ -5,7 +5,7 @@
 # adapter.
 fibril_libfibril_la_SOURCES += \
 	fibril/async.c fibril/async_int.h \
-	fibril/async_op.c fibril/async_own.c \
+	fibril/async_op.c fibril/async_own.c fibril/async_batch.c \
 	fibril/async_calls.c fibril/async_cred.c fibril/async_cred.h \
 	fibril/async_ahead.c fibril/async_mnt.c fibril/async_mnt.h \
 	fibril/async_uring.c fibril/async_pool.c \
@@ -13,9 +13,10 @@ fibril_libfibril_la_SOURCES += \
 # async.c            the engine: submit, wait, cancel, process, destroy
 # async_op.c         its ops and their completion, below the backends
 # async_own.c        the engine's own calls: read-ahead, off-thread closes
+# async_batch.c      a local run's statx calls, to the pool in batches
 # async_calls.c      the call table and the one dispatcher to system calls
 # async_cred.c       running a call as another user
-# async_ahead.c      the directory read-ahead policy
+# async_ahead.c      the policy on runs of stats: read-ahead, batches
 # async_mnt.c        which mounts are local; closing off the caller's thread
 # async_uring.c, async_pool.c   the two backends
 # async_wrap.c       fibril_statx() and the other blocking-style wrappers
@@ -27,7 +28,8 @@ fibrilinclude_HEADERS += fibril/include/fibril/async.h \
 # Each also on the thread-pool backend (NAME-threads.sh, Makefile.am).
 ASYNC_UNIT = t/fibril/test_async t/fibril/test_async_fibrils \
 	t/fibril/test_async_event t/fibril/test_async_bg \
-	contrib/examples/poll-host contrib/examples/readdir-stat
+	contrib/examples/poll-host contrib/examples/readdir-stat \
+	t/fibril/test_async_batch
 TESTS += $(ASYNC_UNIT) $(ASYNC_UNIT:=-threads.sh)
 UNIT_TESTS += $(ASYNC_UNIT) $(ASYNC_UNIT:=-threads.sh)
 ASYNC_UNIT_LDADD = fibril/libfibril.la $(UNIT_LDADD) $(URING_LIBS) -lpthread
@@ -49,6 +51,11 @@ t_fibril_test_async_event_SOURCES = t/fibril/test_async_event.c \
 	t/fibril/async_check.h
 t_fibril_test_async_event_CFLAGS = $(UNIT_CFLAGS) $(LIBEVENT_CFLAGS)
 t_fibril_test_async_event_LDADD = $(ASYNC_UNIT_LDADD) $(LIBEVENT_LIBS)
+check_PROGRAMS += t/fibril/test_async_batch
+t_fibril_test_async_batch_SOURCES = t/fibril/test_async_batch.c \
+	t/fibril/async_check.h
+t_fibril_test_async_batch_CFLAGS = $(UNIT_CFLAGS)
+t_fibril_test_async_batch_LDADD = $(ASYNC_UNIT_LDADD)
 
 # ---- examples (each also a test: no argument = self-check) ----
 check_PROGRAMS += contrib/examples/poll-host contrib/examples/readdir-stat

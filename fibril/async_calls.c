@@ -88,6 +88,7 @@ long async__exec_plain(long call, const unsigned long *a)
 		return -(long)posix_fadvise((int)a[0], (off_t)a[1], (off_t)a[2],
 		                            (int)a[3]);
 	case ASYNC_CALL:
+	case ASYNC__CALL_BATCH:
 		return ((long (*)(void *))a[0])((void *)a[1]);
 	case ASYNC__CALL_DIR_AHEAD:
 		return async__ahead_read((int)a[0]);

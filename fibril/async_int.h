@@ -19,6 +19,7 @@
 
 struct async__uring;
 struct async__pool;
+struct async__batch;
 struct async__cred;
 struct async__evhost;
 
@@ -32,7 +33,8 @@ enum {
 enum { ASYNC__PENDING = 1, ASYNC__DONE = 2 };
 
 /* Where a pending op lives. */
-enum { ASYNC__IN_RING = 1, ASYNC__IN_POOL = 2, ASYNC__IN_BGPOOL = 3 };
+enum { ASYNC__IN_RING = 1, ASYNC__IN_POOL = 2, ASYNC__IN_BGPOOL = 3,
+       ASYNC__IN_BATCH = 4 };
 
 struct async__owner;
 
@@ -64,6 +66,11 @@ struct async__op {
  * args[0] ahead of the caller's own readdir, then closes it
  * (async_ahead.c, async__ahead_read). Never in the public table. */
 #define ASYNC__CALL_DIR_AHEAD ASYNC_CALL_MAX
+/* Internal call, run on a pool thread: a batch of statx ops
+ * (async_batch.c), args[0] and [1] as for ASYNC_CALL. Its members are
+ * accounted, the batch itself is not; its callback runs as soon as it
+ * completes. */
+#define ASYNC__CALL_BATCH (ASYNC_CALL_MAX + 1)
 
 /* The submitter: one per fibril that has calls outstanding (hung off
  * fibril_slot(f, FIBRIL_SLOT_ASYNC)), plus one for the thread itself. */
@@ -75,6 +82,7 @@ struct async__owner {
 	bool scan_ahead;        /* this run's directory read-ahead was started */
 	long scan_dfd;          /* dirfd of the current run of statx calls */
 	unsigned scan_run;      /* statx calls in a row relative to scan_dfd */
+	int8_t scan_local;      /* scan_dfd is on a local mount; -1 not asked */
 	struct async__owner *anext, *aprev; /* engine's list of fibril owners */
 };
 
@@ -95,6 +103,8 @@ struct async_engine {
 	struct async__op **chunks;
 	unsigned nchunks;
 	struct async__op *free_ops;
+	struct async__batch *batch;       /* being filled (async_batch.c) */
+	struct async__batch *free_batches;
 
 	struct async__owner thread_owner;
 	struct async__owner *owners;        /* fibril owners, for destroy */
@@ -158,14 +168,29 @@ long async__exec_op(const struct async__op *op);
  * *res when done. */
 bool async__try_inline(long call, const unsigned long *args, long *res);
 
-/* async_ahead.c: the directory read-ahead policy. async__ahead_note is told
- * of every call @o submitted (after it is pending) and returns true
- * once per run of statx calls in one directory when the engine should
- * read that directory (args[0]) ahead; async__ahead_reset ends the run.
- * async__ahead_read is the ASYNC__CALL_DIR_AHEAD call itself. */
-bool async__ahead_note(struct async__owner *o, long call, const unsigned long *args);
+/* async_ahead.c: the policy on runs of statx calls in one directory.
+ * async__run_note is told of every call @o submitted (after it is
+ * accounted, before it goes to a backend) and says what the engine
+ * should do: ASYNC__RUN_AHEAD once per run, read that directory
+ * (args[0]) ahead; ASYNC__RUN_BATCH, send this call in a batch
+ * (async_batch.c). async__ahead_reset ends the run. async__ahead_read
+ * is the ASYNC__CALL_DIR_AHEAD call itself. */
+enum { ASYNC__RUN_AHEAD = 1, ASYNC__RUN_BATCH = 2 };
+unsigned async__run_note(struct async__owner *o, long call,
+			 const unsigned long *args);
 void async__ahead_reset(struct async__owner *o);
 long async__ahead_read(int fd);
+
+/* async_batch.c: statx calls of a local run, sent to the pool in
+ * batches. async__batch_add takes an accounted op; the batch goes when
+ * full or at async__batch_flush (the engine's flush). async__batch_cancel
+ * drops an op not yet handed over (0) or says -EBUSY. At destroy,
+ * async__batch_cancel_all before the pool goes, async__batch_free after. */
+int async__batch_add(async_engine_t *e, struct async__op *op);  /* or -ENOMEM */
+void async__batch_flush(async_engine_t *e);
+int async__batch_cancel(async_engine_t *e, struct async__op *op);
+void async__batch_cancel_all(async_engine_t *e);
+void async__batch_free(async_engine_t *e);
 
 /* async_uring.c */
 int async__uring_create(async_engine_t *e, const struct async_engine_opts *o);
@@ -195,6 +220,9 @@ bool async__pool_busy(async_engine_t *e);    /* completions waiting */
 bool async__pool_held(async_engine_t *e);
 /* Ops the pools hold: queued, running, or done and not yet reaped. */
 unsigned async__pool_depth(const async_engine_t *e);
+/* Takes one queued call of @call back from the foreground pool and runs
+ * it on this thread; false if none was queued. */
+bool async__pool_run_here(async_engine_t *e, long call);
 #define ASYNC__BG_HOLD_MS 5
 void async__pool_destroy(async_engine_t *e);
 

@@ -128,6 +128,13 @@ void async__complete(async_engine_t *e, struct async__op *op, long res)
 	*op->result = res;
 	op->state = ASYNC__DONE;
 	op->where = 0;
+	if (op->call == ASYNC__CALL_BATCH) {
+		/* Its members' completions, at once: the engine's own code,
+		 * safe inside async_submit(), and what reaping promises. */
+		op->cb(op->cb_arg, res);
+		async__release(e, op, ASYNC__HOLD_CB);
+		return;
+	}
 	/* The read-ahead is the engine's own: not in the count callers
 	 * and the parallelism limit see. */
 	if (op->call != ASYNC__CALL_DIR_AHEAD)

@@ -356,6 +356,39 @@ int async__pool_cancel(async_engine_t *e, struct async__op *op)
 	return rc;
 }
 
+bool async__pool_run_here(async_engine_t *e, long call)
+{
+	struct async__pool *p = e->pool;
+	struct async__op *op, *prev = NULL;
+
+	if (!p || !p->qhead)   /* a stale read only makes us skip a turn */
+		return false;
+	pthread_mutex_lock(&p->mu);
+	/* Near the head only: the lock is the pool threads' too. */
+	unsigned look = 64;
+	for (op = p->qhead; op && op->call != call && --look;
+	     prev = op, op = op->next)
+		;
+	if (op && op->call != call)
+		op = NULL;
+	if (op) {
+		if (prev)
+			prev->next = op->next;
+		else
+			p->qhead = op->next;
+		if (p->qtail == op)
+			p->qtail = prev;
+		p->qlen--;
+		op->pool_state = ASYNC__RUNNING;
+		op->next = NULL;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (!op)
+		return false;
+	pool_complete(e, p, op, async__exec_op(op));
+	return true;
+}
+
 /* Unsignalled background completions do not count: the host loop would
  * spin on them instead of sleeping until the batch is signalled. */
 static bool pool_busy(struct async__pool *p)

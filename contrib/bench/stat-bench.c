@@ -1,8 +1,19 @@
 /*
- * stat-bench DIR [ROUNDS]: the readdir-then-stat loop (readdir,
- * async_stat per entry, one wait_for_async) against the same loop with
- * plain statx(), side by side in one run; and one fibril's openat2 +
- * fstat + close against the raw syscalls. Prints `name: value` lines.
+ * stat-bench DIR [ROUNDS [COLD_ROUNDS]]: the readdir-then-stat loop
+ * (readdir, async_stat per entry, one wait_for_async) against the same
+ * loop with plain statx(), side by side in one run; and one fibril's
+ * openat2 + fstat + close against the raw syscalls. Prints
+ * `name: value` lines.
+ *
+ * Each round measures both sides, in alternating order, and gives one
+ * ratio; a figure is the median of the rounds (ROUNDS, default 7; cold:
+ * COLD_ROUNDS, default 3), printed with the range of the rounds
+ * (`_range: lowest-highest`). Round r starts both sides on CPU r mod
+ * ncpu (then lets the scheduler move them), so no figure depends on the
+ * vCPU the bench started on; `_by_start_cpu` gives each CPU's median.
+ * The `_cpu_ns_per_entry` figures split the async side's CPU time
+ * between the submitting thread and every other thread of the process
+ * (the pool's, the ring's io-wq workers).
  *
  * Cold figures need root (they write /proc/sys/vm/drop_caches before
  * each side); without it they are skipped.
@@ -10,18 +21,14 @@
  * For experiments, STAT_BENCH_IOWQ, STAT_BENCH_INFLIGHT and
  * STAT_BENCH_SQ set the engine's iowq_bounded, max_inflight and
  * ring_entries (unset: the library's defaults, which is what the
- * figures are quoted with). On the 100,000-entry directory the cold
- * ratio moved less with them (iowq 2-64, in flight 512-4096, SQ
- * 256-1024) than between two runs of one setting; compared within one
- * process, passes interleaved, in flight 4096 took 5-8% off the cold
- * async pass against 1024 (hence the library's default), while iowq
- * 4-16 and earlier SQ flushes (32-64) stayed within +-5%.
+ * figures are quoted with).
  */
 #include "first.h"
 
 #include <dirent.h>
-#include <sched.h>
 #include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -76,8 +83,20 @@ static void machine_ticks(unsigned long long t[2])
 	fclose(f);
 }
 
-/* What the last pass cost besides wall time. */
-static double last_cpu_ns_per_entry, last_idle_pct;
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+/* What one pass cost, per entry. */
+struct cost {
+	double ns;        /* wall time */
+	double self_cpu;  /* the loop's own thread */
+	double other_cpu; /* every other thread of the process */
+	double idle_pct;  /* of the whole machine meanwhile */
+};
 
 static void free_list(struct one_entry *e)
 {
@@ -88,15 +107,16 @@ static void free_list(struct one_entry *e)
 	}
 }
 
-/* Returns ns per entry; *count gets the number of entries. */
-static double pass(const char *path, int async, long *count)
+/* One pass over @path; *count gets the number of entries. */
+static struct cost pass(const char *path, int async, long *count)
 {
 	struct one_entry *prev = NULL;
 	struct dirent *de;
+	struct cost c;
 	long n = 0, bad = 0;
 	unsigned long long m0[2], m1[2];
 	machine_ticks(m0);
-	uint64_t c0 = cpu_ns();
+	uint64_t c0 = cpu_ns(), s0 = thread_cpu_ns();
 	uint64_t t0 = now_ns();
 	DIR *dir = opendir(path);
 
@@ -131,11 +151,14 @@ static double pass(const char *path, int async, long *count)
 			n++;
 		}
 	}
-	uint64_t t1 = now_ns();
-	last_cpu_ns_per_entry = (double)(cpu_ns() - c0) / (double)(n ? n : 1);
+	uint64_t t1 = now_ns(), s1 = thread_cpu_ns(), c1 = cpu_ns();
+	double per = (double)(n ? n : 1);
+	c.ns = (double)(t1 - t0) / per;
+	c.self_cpu = (double)(s1 - s0) / per;
+	c.other_cpu = c1 - c0 > s1 - s0 ? (double)((c1 - c0) - (s1 - s0)) / per : 0;
 	machine_ticks(m1);
-	last_idle_pct = m1[0] > m0[0] ? 100.0 * (double)(m1[1] - m0[1]) /
-	                                (double)(m1[0] - m0[0]) : 0;
+	c.idle_pct = m1[0] > m0[0] ? 100.0 * (double)(m1[1] - m0[1]) /
+	                             (double)(m1[0] - m0[0]) : 0;
 	closedir(dir);
 	for (struct one_entry *e = prev; e; e = e->next)
 		bad += e->res != 0;
@@ -145,7 +168,7 @@ static double pass(const char *path, int async, long *count)
 	}
 	free_list(prev);
 	*count = n;
-	return (double)(t1 - t0) / (double)(n ? n : 1);
+	return c;
 }
 
 static int drop_caches(void)
@@ -233,6 +256,184 @@ static double min2(double a, double b)
 	return a < b ? a : b;
 }
 
+/* ---- rounds: medians, ranges, and which CPU each round starts on ---- */
+
+static cpu_set_t all_cpus;
+static int ncpus, cpu_ids[CPU_SETSIZE];
+
+static void cpus_init(void)
+{
+	if (sched_getaffinity(0, sizeof(all_cpus), &all_cpus) != 0)
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all_cpus))
+			cpu_ids[ncpus++] = c;
+}
+
+/* Moves this thread to the round's CPU, then lets the scheduler move it
+ * again: where a pass starts is the round's choice, not the bench's
+ * start-up's. Threads the engine makes inherit the whole set. */
+static int start_round_on(int round)
+{
+	cpu_set_t one;
+
+	if (!ncpus)
+		return -1;
+	int cpu = cpu_ids[round % ncpus];
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
+	return cpu;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+	double *t = malloc((size_t)(n ? n : 1) * sizeof(*t));
+	double m = 0;
+
+	if (!t || n == 0) {
+		free(t);
+		return 0;
+	}
+	memcpy(t, v, (size_t)n * sizeof(*t));
+	qsort(t, (size_t)n, sizeof(*t), cmp_double);
+	m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+	free(t);
+	return m;
+}
+
+/* `NAME: median`, `NAME_range: lo-hi`, with @fmt for each value. */
+static void print_figure(const char *name, const double *v, int n,
+                         const char *fmt)
+{
+	double lo = 1e300, hi = -1e300;
+	char a[32], b[32], m[32];
+
+	for (int i = 0; i < n; i++) {
+		lo = min2(lo, v[i]);
+		hi = v[i] > hi ? v[i] : hi;
+	}
+	snprintf(m, sizeof(m), fmt, median(v, n));
+	snprintf(a, sizeof(a), fmt, lo);
+	snprintf(b, sizeof(b), fmt, hi);
+	printf("%s: %s\n%s_range: %s-%s\n", name, m, name, a, b);
+}
+
+/* `NAME_by_start_cpu: cpuA median, cpuB median`. */
+static void print_by_cpu(const char *name, const double *v, const int *cpu,
+                         int n)
+{
+	double *t = malloc((size_t)(n ? n : 1) * sizeof(*t));
+
+	if (!t)
+		return;
+	printf("%s_by_start_cpu:", name);
+	for (int k = 0; k < ncpus; k++) {
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			if (cpu[i] == cpu_ids[k])
+				t[m++] = v[i];
+		if (m)
+			printf("%s cpu%d %.2f", k ? "," : "", cpu_ids[k],
+			       median(t, m));
+	}
+	printf("\n");
+	free(t);
+}
+
+/* Both sides of one comparison, one value per round. */
+struct series {
+	int n;
+	double *sync_ns, *async_ns, *ratio, *sync_cpu, *self_cpu, *other_cpu,
+	       *idle;
+	int *cpu;
+};
+
+static void series_init(struct series *s, int rounds)
+{
+	size_t z = (size_t)(rounds ? rounds : 1);
+	s->n = 0;
+	s->sync_ns = calloc(z, sizeof(double));
+	s->async_ns = calloc(z, sizeof(double));
+	s->ratio = calloc(z, sizeof(double));
+	s->sync_cpu = calloc(z, sizeof(double));
+	s->self_cpu = calloc(z, sizeof(double));
+	s->other_cpu = calloc(z, sizeof(double));
+	s->idle = calloc(z, sizeof(double));
+	s->cpu = calloc(z, sizeof(int));
+	if (!s->sync_ns || !s->async_ns || !s->ratio || !s->sync_cpu ||
+	    !s->self_cpu || !s->other_cpu || !s->idle || !s->cpu) {
+		fprintf(stderr, "stat-bench: out of memory\n");
+		exit(1);
+	}
+}
+
+static void series_free(struct series *s)
+{
+	free(s->sync_ns);
+	free(s->async_ns);
+	free(s->ratio);
+	free(s->sync_cpu);
+	free(s->self_cpu);
+	free(s->other_cpu);
+	free(s->idle);
+	free(s->cpu);
+}
+
+/* Rounds of the readdir-then-stat loop, each side after a drop of the
+ * caches when @cold; the order of the two sides alternates. */
+static void loop_rounds(struct series *s, const char *path, int rounds,
+                        bool cold, long *n)
+{
+	series_init(s, rounds);
+	for (int r = 0; r < rounds; r++) {
+		struct cost c[2];
+		int cpu = -1;
+		for (int k = 0; k < 2; k++) {
+			int async = (k + r) % 2;
+			if (cold)
+				drop_caches();
+			cpu = start_round_on(r);
+			c[async] = pass(path, async, n);
+		}
+		s->cpu[r] = cpu;
+		s->sync_ns[r] = c[0].ns;
+		s->async_ns[r] = c[1].ns;
+		s->ratio[r] = c[1].ns / c[0].ns;
+		s->sync_cpu[r] = c[0].self_cpu + c[0].other_cpu;
+		s->self_cpu[r] = c[1].self_cpu;
+		s->other_cpu[r] = c[1].other_cpu;
+		s->idle[r] = c[1].idle_pct;
+		s->n++;
+	}
+}
+
+static void print_series(const struct series *s, const char *pre)
+{
+	char name[96];
+
+#define FIG(suffix, v, fmt) \
+	(snprintf(name, sizeof(name), "%s_%s", pre, suffix), \
+	 print_figure(name, v, s->n, fmt))
+	FIG("sync_ns_per_entry", s->sync_ns, "%.0f");
+	FIG("async_ns_per_entry", s->async_ns, "%.0f");
+	FIG("async_vs_sync", s->ratio, "%.2f");
+	snprintf(name, sizeof(name), "%s_async_vs_sync", pre);
+	print_by_cpu(name, s->ratio, s->cpu, s->n);
+	FIG("sync_cpu_ns_per_entry", s->sync_cpu, "%.0f");
+	FIG("async_submitter_cpu_ns_per_entry", s->self_cpu, "%.0f");
+	FIG("async_other_threads_cpu_ns_per_entry", s->other_cpu, "%.0f");
+	FIG("async_machine_idle_pct", s->idle, "%.0f");
+#undef FIG
+}
+
 /* Slowest / fastest CPU on one fixed walk: a random cycle through 8 MiB
  * (past L2, within L3), as the cold lookups walk dentries, inodes and
  * buffer heads. Thread CPU time, so other load does not count, but a
@@ -291,18 +492,53 @@ static double vcpu_speed_spread(void)
 	return ncpu && lo > 0 ? hi / lo : 0;
 }
 
+/* Rounds of one fibril's cached open + fstat + close against the raw
+ * system calls. */
+static void open_fstat_rounds(async_engine_t *e, const char *dir, int rounds)
+{
+	bench_file = first_file(dir);
+	if (!bench_file)
+		return;
+	bench_dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	bench_iters = 100000;
+	double *os = calloc((size_t)rounds, sizeof(double));
+	double *oa = calloc((size_t)rounds, sizeof(double));
+	double *ratio = calloc((size_t)rounds, sizeof(double));
+	if (bench_dfd < 0 || !os || !oa || !ratio) {
+		fprintf(stderr, "stat-bench: open/fstat setup failed\n");
+		exit(1);
+	}
+	open_fstat_sync();
+	for (int r = 0; r < rounds; r++) {
+		start_round_on(r);
+		os[r] = open_fstat_sync();
+		oa[r] = open_fstat_async(e);
+		ratio[r] = oa[r] / os[r];
+	}
+	print_figure("open_fstat_sync_ns", os, rounds, "%.0f");
+	print_figure("open_fstat_fibril_ns", oa, rounds, "%.0f");
+	print_figure("cached_open_fstat_vs_sync", ratio, rounds, "%.2f");
+	free(os);
+	free(oa);
+	free(ratio);
+	close(bench_dfd);
+}
+
 int main(int argc, char **argv)
 {
 	async_engine_t *e;
 	struct async_engine_opts eo;
+	struct series s;
 	long n = 0;
-	int rounds = argc > 2 ? atoi(argv[2]) : 5;
+	int rounds = argc > 2 ? atoi(argv[2]) : 7;
+	int crounds = argc > 3 ? atoi(argv[3]) : 3;
 	const char *v;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: stat-bench DIR [ROUNDS]\n");
+	if (argc < 2 || rounds < 1 || crounds < 0) {
+		fprintf(stderr, "usage: stat-bench DIR [ROUNDS [COLD_ROUNDS]]\n");
 		return 2;
 	}
+	cpus_init();
 	/* engine knobs for experiments; unset = the library's defaults */
 	memset(&eo, 0, sizeof(eo));
 	if ((v = getenv("STAT_BENCH_IOWQ")))
@@ -316,69 +552,29 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("backend: %s\n", async_engine_backend(e));
+	printf("cpus: %d\n", ncpus);
 
-	/* warm: dentries, inodes, and the allocator */
+	/* warm: dentries, inodes, the allocator, the engine's threads */
 	pass(argv[1], 0, &n);
 	pass(argv[1], 1, &n);
-	double s = 1e18, a = 1e18;
-	for (int r = 0; r < rounds; r++) {
-		s = min2(s, pass(argv[1], 0, &n));
-		a = min2(a, pass(argv[1], 1, &n));
-	}
+	loop_rounds(&s, argv[1], rounds, false, &n);
 	printf("entries: %ld\n", n);
-	printf("cached_sync_ns_per_entry: %.0f\n", s);
-	printf("cached_async_ns_per_entry: %.0f\n", a);
-	printf("cached_async_vs_sync: %.2f\n", a / s);
+	printf("cached_rounds: %d\n", rounds);
+	print_series(&s, "cached");
+	series_free(&s);
 
 	printf("vcpu_speed_spread: %.2f\n", vcpu_speed_spread());
-	if (drop_caches() == 0) {
-		/* Each side after its own drop; alternating the order and
-		 * keeping each side's best cancels drift between the two.
-		 * Three rounds each: on this shared 2-core VM one cold pass in
-		 * two was slowed by others' work (the ratio moved 0.53-0.82
-		 * between runs with two rounds). */
-		double cs = 1e18, ca = 1e18, cs_cpu = 0, ca_cpu = 0, ca_idle = 0;
-		int crounds = rounds > 2 ? 3 : rounds > 1 ? 2 : 1;
-		for (int r = 0; r < crounds; r++) {
-			for (int k = 0; k < 2; k++) {
-				int async = (k + r) % 2;
-				drop_caches();
-				double t = pass(argv[1], async, &n);
-				if (async && t < ca) {
-					ca = t;
-					ca_cpu = last_cpu_ns_per_entry;
-					ca_idle = last_idle_pct;
-				} else if (!async && t < cs) {
-					cs = t;
-					cs_cpu = last_cpu_ns_per_entry;
-				}
-			}
-		}
-		printf("cold_sync_ns_per_entry: %.0f\n", cs);
-		printf("cold_async_ns_per_entry: %.0f\n", ca);
-		printf("cold_async_vs_sync: %.2f\n", ca / cs);
-		printf("cold_sync_cpu_ns_per_entry: %.0f\n", cs_cpu);
-		printf("cold_async_cpu_ns_per_entry: %.0f\n", ca_cpu);
-		printf("cold_async_machine_idle_pct: %.0f\n", ca_idle);
+	if (crounds && drop_caches() == 0) {
+		loop_rounds(&s, argv[1], crounds, true, &n);
+		printf("cold_rounds: %d\n", crounds);
+		print_series(&s, "cold");
+		series_free(&s);
 	} else {
-		printf("cold_async_vs_sync: skipped (needs root)\n");
+		printf("cold_async_vs_sync: skipped (%s)\n",
+		       crounds ? "needs root" : "COLD_ROUNDS 0");
 	}
 
-	bench_file = first_file(argv[1]);
-	if (bench_file) {
-		bench_dfd = open(argv[1], O_RDONLY | O_DIRECTORY);
-		bench_iters = 100000;
-		double os = 1e18, oa = 1e18;
-		open_fstat_sync();
-		for (int r = 0; r < rounds; r++) {
-			os = min2(os, open_fstat_sync());
-			oa = min2(oa, open_fstat_async(e));
-		}
-		printf("open_fstat_sync_ns: %.0f\n", os);
-		printf("open_fstat_fibril_ns: %.0f\n", oa);
-		printf("cached_open_fstat_vs_sync: %.2f\n", oa / os);
-		close(bench_dfd);
-	}
+	open_fstat_rounds(e, argv[1], rounds);
 	async_engine_destroy(e);
 	fibril_sched_fini();
 	return 0;
