@@ -361,8 +361,8 @@ static int async__drive(async_engine_t *e)
 		return 0;
 	/* A thread that waits has nothing else to do: it takes a batch of
 	 * stats the pool has not started yet, and the loop's tail runs on
-	 * both CPUs. */
-	if (async__pool_run_here(e, ASYNC__CALL_BATCH))
+	 * both CPUs. Not where the thread must never run a call itself. */
+	if (!e->queue_at_limit && async__pool_run_here(e, ASYNC__CALL_BATCH))
 		return 0;
 	int t = async__min_timeout(async_engine_timeout_ms(e),
 	                       fibril_sched_timeout_ms());

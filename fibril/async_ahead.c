@@ -17,10 +17,10 @@
  *
  * Batches. On a local file system the rest of the run's stats go to a
  * pool thread in batches (async_batch.c) rather than one io_uring
- * request each: a cached statx costs ~1 us, and the ring charged about
- * as much again to the submitting thread (perf: submitting, then
- * running each completion's task work and freeing its path name), so
- * the loop was no faster than plain statx calls on one CPU.
+ * request each: a cached statx costs ~1 us, and the ring charges the
+ * submitting thread about as much again (perf: submitting, then running
+ * each completion's task work and freeing its path name), which would
+ * leave the loop no faster than plain statx calls on one CPU.
  *
  * This file only counts and decides.
  */

@@ -4,7 +4,7 @@
  * thread ASYNC__BATCH_MAX calls at a time, run there as plain statx
  * calls in a loop, each as its own caller's user. The submitting thread
  * then pays a few stores per call and one hand-off per batch, instead of
- * an io_uring request each (which cost it about what the statx itself
+ * an io_uring request each (which costs it about what the statx itself
  * costs), and the second CPU does the stats while the first reads the
  * directory.
  *
@@ -67,8 +67,10 @@ static void async__batch_issue(async_engine_t *e)
 
 	e->batch = NULL;
 	if (!op) {
-		/* As at the parallelism limit: the calls run here. */
-		async__batch_done(b, async__batch_run(b));
+		/* As at the parallelism limit: the calls run here, or fail
+		 * where the submitting thread must never run one. */
+		async__batch_done(b, e->queue_at_limit ? -ENOMEM
+		                                       : async__batch_run(b));
 		return;
 	}
 	op->call = ASYNC__CALL_BATCH;

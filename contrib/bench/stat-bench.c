@@ -18,10 +18,10 @@
  * Cold figures need root (they write /proc/sys/vm/drop_caches before
  * each side); without it they are skipped.
  *
- * For experiments, STAT_BENCH_IOWQ, STAT_BENCH_INFLIGHT and
- * STAT_BENCH_SQ set the engine's iowq_bounded, max_inflight and
- * ring_entries (unset: the library's defaults, which is what the
- * figures are quoted with).
+ * For experiments, STAT_BENCH_IOWQ, STAT_BENCH_INFLIGHT, STAT_BENCH_SQ
+ * and STAT_BENCH_POOL set the engine's iowq_bounded, max_inflight,
+ * ring_entries and pool_threads (unset: the library's defaults, which
+ * is what the figures are quoted with).
  */
 #include "first.h"
 
@@ -547,6 +547,8 @@ int main(int argc, char **argv)
 		eo.max_inflight = (unsigned)atoi(v);
 	if ((v = getenv("STAT_BENCH_SQ")))
 		eo.ring_entries = (unsigned)atoi(v);
+	if ((v = getenv("STAT_BENCH_POOL")))
+		eo.pool_threads = (unsigned)atoi(v);
 	if (fibril_sched_init(NULL) < 0 || async_engine_create(&eo, &e) < 0) {
 		fprintf(stderr, "stat-bench: no engine\n");
 		return 1;

@@ -271,6 +271,26 @@ START_TEST(fibrils_loops)
 }
 END_TEST
 
+/* An engine whose thread must never run a call itself: the same loop,
+ * every result right. */
+START_TEST(queue_at_limit_loop)
+{
+	struct async_engine_opts o = { 0 };
+
+	async_engine_destroy(eng);
+	o.queue_at_limit = 1;
+	o.max_inflight = 256;
+	ck_assert_int_eq(async_engine_create(&o, &eng), 0);
+	for (int round = 0; round < 2; round++) {
+		memset(&lp, 0, sizeof(lp));
+		loop_submit(&lp, many);
+		ck_assert_int_eq(wait_for_async(0), 0);
+		loop_check(&lp);
+		ck_assert_uint_eq(async_engine_inflight(eng), 0);
+	}
+}
+END_TEST
+
 /* An entry removed between readdir and the batch's stat: ENOENT for it
  * alone. */
 START_TEST(entry_removed_meanwhile)
@@ -323,6 +343,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, destroy_with_batches_in_flight);
 	tcase_add_test(tc, fibrils_loops);
 	tcase_add_test(tc, entry_removed_meanwhile);
+	tcase_add_test(tc, queue_at_limit_loop);
 	suite_add_tcase(s, tc);
 	return s;
 }
