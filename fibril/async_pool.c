@@ -361,7 +361,7 @@ bool async__pool_run_here(async_engine_t *e, long call)
 	struct async__pool *p = e->pool;
 	struct async__op *op, *prev = NULL;
 
-	if (!p || !p->qhead)   /* a stale read only makes us skip a turn */
+	if (!p)
 		return false;
 	pthread_mutex_lock(&p->mu);
 	/* Near the head only: the lock is the pool threads' too. */

@@ -148,35 +148,32 @@ static void consumer_link(struct lk__flight *f, struct lk_scan *s)
 		f->cap = s->window;
 }
 
-int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
+/* The joinable flight identical to what @s asks for, if any. */
+static struct lk__flight *flight_find(const struct lk_scan *s,
+				      const struct statx *d, uint64_t dev,
+				      unsigned flags)
+{
+	for (struct lk__flight *f = table; f; f = f->next)
+		if (f->root == s->root && f->cred == s->cred &&
+		    f->dev == dev && f->ino == d->stx_ino &&
+		    f->sort == s->o.sort && f->flags == flags &&
+		    f->mtime_sec == d->stx_mtime.tv_sec &&
+		    f->mtime_nsec == d->stx_mtime.tv_nsec &&
+		    !f->stopped && !f->err)
+			return f;
+	return NULL;
+}
+
+/* A new flight over @dirfd (not yet its own: the caller closes it on
+ * failure); NULL when out of memory. */
+static struct lk__flight *flight_new(const struct lk_scan *s, int dirfd,
+				     const struct statx *d, uint64_t dev,
+				     unsigned flags, bool local)
 {
 	enum lk_sort sort = s->o.sort;
-	unsigned flags = s->o.flags & KEY_FLAGS;
-	bool share = sort != LK_SORT_NONE && !(s->o.flags & LK_SCAN_NO_SHARE);
-	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
-	if (share)
-		for (struct lk__flight *f = table; f; f = f->next)
-			if (f->root == s->root && f->cred == s->cred &&
-			    f->dev == dev &&
-			    f->ino == d->stx_ino && f->sort == sort &&
-			    f->flags == flags &&
-			    f->mtime_sec == d->stx_mtime.tv_sec &&
-			    f->mtime_nsec == d->stx_mtime.tv_nsec &&
-			    !f->stopped && !f->err) {
-				async__close_fd(dirfd);
-				if (scan_set_window(s, f->batched) < 0)
-					return -ENOMEM;
-				consumer_link(f, s);
-				lk__st.shared_joins++;
-				return 0;
-			}
-	/* An unknown or failing file system goes the remote way. */
-	bool local = lk_fs_local(dirfd) > 0;
-	if (scan_set_window(s, local) < 0)
-		goto nomem;
 	struct lk__flight *f = calloc(1, sizeof(*f));
 	if (!f)
-		goto nomem;
+		return NULL;
 	f->reldir = strdup(s->reldir);
 	f->streaming = sort == LK_SORT_NONE;
 	f->gbuf_size = f->streaming ? 32768 : 65536;
@@ -185,7 +182,7 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 		free(f->reldir);
 		free(f->gbuf);
 		free(f);
-		goto nomem;
+		return NULL;
 	}
 	f->dirfd = dirfd;
 	f->root = s->root;
@@ -220,6 +217,31 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	f->stat_early = f->batch_bg && sort == LK_SORT_NAME && !s->o.limit &&
 		!s->after;
 	f->inline_left = LK__INLINE_GETDENTS;
+	return f;
+}
+
+int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
+{
+	unsigned flags = s->o.flags & KEY_FLAGS;
+	bool share = s->o.sort != LK_SORT_NONE &&
+		!(s->o.flags & LK_SCAN_NO_SHARE);
+	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
+	struct lk__flight *f = share ? flight_find(s, d, dev, flags) : NULL;
+	if (f) {
+		async__close_fd(dirfd);
+		if (scan_set_window(s, f->batched) < 0)
+			return -ENOMEM;
+		consumer_link(f, s);
+		lk__st.shared_joins++;
+		return 0;
+	}
+	/* An unknown or failing file system goes the remote way. */
+	bool local = lk_fs_local(dirfd) > 0;
+	if (scan_set_window(s, local) < 0 ||
+	    !(f = flight_new(s, dirfd, d, dev, flags, local))) {
+		async__close_fd(dirfd);
+		return -ENOMEM;
+	}
 	lk__st.getdents_passes++;
 	lk__st.live_flights++;
 	if (share) {
@@ -229,9 +251,6 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	}
 	consumer_link(f, s);
 	return 0;
-nomem:
-	async__close_fd(dirfd);
-	return -ENOMEM;
 }
 
 void lk__flight_detach(struct lk_scan *s)
