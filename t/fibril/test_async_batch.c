@@ -119,6 +119,34 @@ START_TEST(thread_loop_every_result)
 }
 END_TEST
 
+/* Where the loop's stats went (async_engine_stats()): on io_uring, only
+ * the run's first calls to the ring, the rest to the pool, in batches. */
+START_TEST(run_goes_to_the_pool)
+{
+	struct async_stats before, after;
+
+	async_engine_stats(eng, &before);
+	memset(&lp, 0, sizeof(lp));
+	loop_submit(&lp, many);
+	ck_assert_int_eq(wait_for_async(0), 0);
+	loop_check(&lp);
+	async_engine_stats(eng, &after);
+	uint64_t ring = after.async[ASYNC_BACKEND_URING] -
+	                before.async[ASYNC_BACKEND_URING];
+	uint64_t pool = after.async[ASYNC_BACKEND_POOL] -
+	                before.async[ASYNC_BACKEND_POOL];
+	uint64_t sync = after.sync[ASYNC_BACKEND_URING] +
+	                after.sync[ASYNC_BACKEND_POOL] -
+	                before.sync[ASYNC_BACKEND_URING] -
+	                before.sync[ASYNC_BACKEND_POOL];
+	ck_assert_uint_eq(ring + pool + sync, (uint64_t)lp.n);
+	if (strcmp(want_backend(), "uring") == 0)
+		ck_assert_msg(ring < 64 && pool > (uint64_t)lp.n - 64,
+		              "ring %lu, pool %lu of %d", (unsigned long)ring,
+		              (unsigned long)pool, lp.n);
+}
+END_TEST
+
 /* Waiting on one cookie of a partly filled batch: the wait sends it. */
 START_TEST(wait_one_in_partial_batch)
 {
@@ -336,6 +364,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, thread_loop_every_result);
+	tcase_add_test(tc, run_goes_to_the_pool);
 	tcase_add_test(tc, wait_one_in_partial_batch);
 	tcase_add_test(tc, two_directories_interleaved);
 	tcase_add_test(tc, errors_per_entry);
