@@ -81,6 +81,7 @@ int conf_init(struct conf *c)
 	c->workers = 1;
 	c->log_level = CONF_LOG_NOTICE;
 	c->sidecars = true;
+	c->etag = PROTO_ETAG_INODE;
 	c->max_ranges = 16;
 	c->request_timeout = 30;
 	c->connection_timeout = 60;
@@ -571,6 +572,15 @@ static int server_key(struct load *ld, const char *name, const char *v)
 	}
 	if (!strcmp(name, "sidecars")) {
 		set_bool(ld, name, v, &c->sidecars);
+		return 1;
+	}
+	if (!strcmp(name, "etag")) {
+		if (!strcasecmp(v, "inode"))
+			c->etag = PROTO_ETAG_INODE;
+		else if (!strcasecmp(v, "mtime-size"))
+			c->etag = PROTO_ETAG_MTIME_SIZE;
+		else
+			BAD("etag: expected inode or mtime-size, got '%s'", v);
 		return 1;
 	}
 	UINT("workers", workers, 1, 1024, false)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "proto/etag.h"
 #include "proto/listing_opts.h"
 
 /** Names starting with '.': hidden (listed no, served no: 404), served
@@ -87,6 +88,7 @@ struct conf {
 	char *mime_types;             /**< mime.types path (default /etc/mime.types) */
 	char *default_type;           /**< default "application/octet-stream" */
 	bool sidecars;                /**< precompressed .br/.zst/.gz (default on) */
+	enum proto_etag_kind etag;    /**< what file ETags are made of (default inode) */
 	unsigned max_ranges;          /**< ranges per request (default 16) */
 	unsigned request_timeout;     /**< seconds for a suspended request (default 30) */
 	unsigned connection_timeout;  /**< idle keep-alive seconds (default 60) */

@@ -40,6 +40,7 @@ DAEMON_IT += t/daemon/serve-policy.sh t/daemon/serve-body.sh
 DAEMON_IT += t/daemon/negotiate.sh
 DAEMON_IT += t/daemon/reload.sh t/daemon/reload-load.sh t/daemon/reload-priv.sh t/daemon/drain.sh
 DAEMON_IT += t/daemon/symlinks.sh
+DAEMON_IT += t/daemon/etag.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh

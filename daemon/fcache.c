@@ -521,7 +521,7 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 	e->len = (size_t)sx.stx_size;
 	fc->bytes += e->len;
 	e->mtime = (time_t)sx.stx_mtime.tv_sec;
-	proto_etag_make(sx.stx_ino, sx.stx_size, sx.stx_mtime.tv_sec,
+	proto_etag_make(fsd->conf.etag, sx.stx_ino, sx.stx_size, sx.stx_mtime.tv_sec,
 	                sx.stx_mtime.tv_nsec, NULL, e->etag);
 	while (fc->bytes > fsd->conf.fcache_bytes && evict(e))
 		;

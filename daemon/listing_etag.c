@@ -17,12 +17,19 @@
  *
  * The tag is weak (W/): the same entries give the same tag whether the
  * body is gzip-compressed or not (RFC 9110 8.8.1).
+ *
+ * No inode goes in. Under etag = mtime-size a subdirectory's size is
+ * left out too: it is the file system's bookkeeping (ext4 directories
+ * grow and never shrink, tmpfs counts entries, btrfs sums names), so
+ * two copies of a tree differ there while listing the same names, and
+ * every change that matters also changes the subdirectory's mtime.
  */
 
 #include "daemon/listing_int.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 /* Bump when the rendering changes, so caches drop old pages. */
@@ -55,7 +62,8 @@ void lst_etag_entry(struct lst_etag *t, const struct lk_entry *e)
 		uint32_t nsec, mode, target_mode;
 		int32_t err;
 	} rec = {
-		.size = e->stx.stx_size,
+		.size = fsd->conf.etag == PROTO_ETAG_MTIME_SIZE &&
+		        S_ISDIR(e->stx.stx_mode) ? 0 : e->stx.stx_size,
 		.sec = e->stx.stx_mtime.tv_sec,
 		.nsec = e->stx.stx_mtime.tv_nsec,
 		.mode = e->stx.stx_mode,

@@ -229,8 +229,9 @@ static void repr_make(struct fsd_req *rq, struct repr *rp, struct served *sv,
 	pick_sidecar(rq, rel, rp);
 	if (rp->encoding)
 		snprintf(suffix, sizeof suffix, "-%s", rp->encoding);
-	proto_etag_make(rp->f.stx.stx_ino, rp->f.stx.stx_size, rp->f.stx.stx_mtime.tv_sec,
-	                rp->f.stx.stx_mtime.tv_nsec, rp->encoding ? suffix : NULL, rp->etag);
+	proto_etag_make(fsd->conf.etag, rp->f.stx.stx_ino, rp->f.stx.stx_size,
+	                rp->f.stx.stx_mtime.tv_sec, rp->f.stx.stx_mtime.tv_nsec,
+	                rp->encoding ? suffix : NULL, rp->etag);
 	rp->mtime = (time_t)rp->f.stx.stx_mtime.tv_sec;
 	if (proto_httpdate_format(rp->mtime, rp->lastmod) < 0)
 		rp->mtime = -1;

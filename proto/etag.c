@@ -13,8 +13,8 @@ static bool etagc(unsigned char c)
 	return c == 0x21 || (c >= 0x23 && c != 0x7f);
 }
 
-int proto_etag_make(uint64_t ino, uint64_t size, int64_t mtime_sec,
-                    uint32_t mtime_nsec, const char *suffix,
+int proto_etag_make(enum proto_etag_kind kind, uint64_t ino, uint64_t size,
+                    int64_t mtime_sec, uint32_t mtime_nsec, const char *suffix,
                     char out[PROTO_ETAG_MAX])
 {
 	uint64_t ns = (uint64_t)mtime_sec * 1000000000u + mtime_nsec;
@@ -25,8 +25,15 @@ int proto_etag_make(uint64_t ino, uint64_t size, int64_t mtime_sec,
 	for (size_t i = 0; i < sl; i++)
 		if (!etagc((unsigned char)suffix[i]))
 			return -EINVAL;
-	return snprintf(out, PROTO_ETAG_MAX, "\"%" PRIx64 "-%" PRIx64 "-%" PRIx64 "%s\"",
-	                ino, size, ns, sl ? suffix : "");
+	switch (kind) {
+	case PROTO_ETAG_INODE:
+		return snprintf(out, PROTO_ETAG_MAX, "\"%" PRIx64 "-%" PRIx64 "-%" PRIx64 "%s\"",
+		                ino, size, ns, sl ? suffix : "");
+	case PROTO_ETAG_MTIME_SIZE:
+		return snprintf(out, PROTO_ETAG_MAX, "\"%" PRIx64 "-%" PRIx64 "%s\"",
+		                (uint64_t)mtime_sec, size, sl ? suffix : "");
+	}
+	return -EINVAL;
 }
 
 /* Splits an entity-tag at *p: sets the opaque-tag (with its quotes) and

@@ -465,6 +465,26 @@ START_TEST(listen_flags)
 }
 END_TEST
 
+START_TEST(etag_kinds)
+{
+	struct conf c;
+
+	ck_assert_int_eq(load(&c, "[server]\n"), 0);
+	ck_assert_int_eq(c.etag, PROTO_ETAG_INODE);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\netag = mtime-size\n"), 0);
+	ck_assert_int_eq(c.etag, PROTO_ETAG_MTIME_SIZE);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\netag = mtime-size\netag = inode\n"), 0);
+	ck_assert_int_eq(c.etag, PROTO_ETAG_INODE);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\n\netag = mtime\n"), 1);
+	expect_msg(0, 3, "etag: expected inode or mtime-size, got 'mtime'");
+	ck_assert_int_eq(c.etag, PROTO_ETAG_INODE);
+	conf_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -484,6 +504,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, shutdown_timeout);
 	tcase_add_test(tc, listen_flags);
 	tcase_add_test(tc, symlinks_and_allow);
+	tcase_add_test(tc, etag_kinds);
 	suite_add_tcase(s, tc);
 	return s;
 }

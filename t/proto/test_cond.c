@@ -25,22 +25,56 @@ START_TEST(make)
 {
 	char b[PROTO_ETAG_MAX];
 
-	ck_assert_int_eq(proto_etag_make(0x1234, 827, 1700000000, 123456789, NULL, b),
+	ck_assert_int_eq(proto_etag_make(PROTO_ETAG_INODE, 0x1234, 827, 1700000000, 123456789, NULL, b),
 	                 (int)strlen(b));
 	ck_assert_str_eq(b, "\"1234-33b-17979cfe3d85cd15\"");
-	proto_etag_make(UINT64_MAX, UINT64_MAX, 0, 0, "-br", b);
+	proto_etag_make(PROTO_ETAG_INODE, UINT64_MAX, UINT64_MAX, 0, 0, "-br", b);
 	ck_assert_str_eq(b, "\"ffffffffffffffff-ffffffffffffffff-0-br\"");
 	/* nanoseconds distinguish two writes in one second */
 	char c[PROTO_ETAG_MAX];
-	proto_etag_make(1, 1, 5, 1, NULL, b);
-	proto_etag_make(1, 1, 5, 2, NULL, c);
+	proto_etag_make(PROTO_ETAG_INODE, 1, 1, 5, 1, NULL, b);
+	proto_etag_make(PROTO_ETAG_INODE, 1, 1, 5, 2, NULL, c);
 	ck_assert_str_ne(b, c);
-	ck_assert_int_eq(proto_etag_make(1, 1, 1, 1, "a\"b", b), -EINVAL);
-	ck_assert_int_eq(proto_etag_make(1, 1, 1, 1, "0123456789abcdef", b), -EINVAL);
+	ck_assert_int_eq(proto_etag_make(PROTO_ETAG_INODE, 1, 1, 1, 1, "a\"b", b), -EINVAL);
+	ck_assert_int_eq(proto_etag_make(PROTO_ETAG_INODE, 1, 1, 1, 1, "0123456789abcdef", b), -EINVAL);
 	/* the longest one fits */
-	ck_assert_int_gt(proto_etag_make(UINT64_MAX, UINT64_MAX, -1, 999999999,
+	ck_assert_int_gt(proto_etag_make(PROTO_ETAG_INODE, UINT64_MAX, UINT64_MAX, -1, 999999999,
 	                                 "0123456789abcde", b), 0);
 	ck_assert_uint_lt(strlen(b), PROTO_ETAG_MAX);
+}
+END_TEST
+
+/* nginx's "%xT-%xO": the same bytes for any copy with the same mtime
+ * (seconds) and size, whatever its inode or nanoseconds */
+START_TEST(make_mtime_size)
+{
+	char b[PROTO_ETAG_MAX], c[PROTO_ETAG_MAX];
+
+	ck_assert_int_eq(proto_etag_make(PROTO_ETAG_MTIME_SIZE, 0x1234, 827,
+	                                 1700000000, 123456789, NULL, b),
+	                 (int)strlen(b));
+	ck_assert_str_eq(b, "\"6553f100-33b\"");
+	proto_etag_make(PROTO_ETAG_MTIME_SIZE, 0x9999, 827, 1700000000, 0, NULL, c);
+	ck_assert_str_eq(b, c);
+	/* size and seconds still tell versions apart */
+	proto_etag_make(PROTO_ETAG_MTIME_SIZE, 0x1234, 828, 1700000000, 0, NULL, c);
+	ck_assert_str_eq(c, "\"6553f100-33c\"");
+	proto_etag_make(PROTO_ETAG_MTIME_SIZE, 0x1234, 827, 1700000001, 0, NULL, c);
+	ck_assert_str_eq(c, "\"6553f101-33b\"");
+	/* a sidecar's suffix, and the widest values */
+	proto_etag_make(PROTO_ETAG_MTIME_SIZE, 1, 5, 16, 0, "-zstd", b);
+	ck_assert_str_eq(b, "\"10-5-zstd\"");
+	ck_assert_int_gt(proto_etag_make(PROTO_ETAG_MTIME_SIZE, 1, UINT64_MAX, -1,
+	                                 999999999, "0123456789abcde", b), 0);
+	ck_assert_str_eq(b, "\"ffffffffffffffff-ffffffffffffffff0123456789abcde\"");
+	ck_assert_int_eq(proto_etag_make(PROTO_ETAG_MTIME_SIZE, 1, 1, 1, 1, "a b", b),
+	                 -EINVAL);
+	ck_assert_int_eq(proto_etag_make((enum proto_etag_kind)7, 1, 1, 1, 1, NULL, b),
+	                 -EINVAL);
+	/* such a tag matches as any other */
+	proto_etag_make(PROTO_ETAG_MTIME_SIZE, 1, 827, 1700000000, 0, NULL, b);
+	ck_assert_int_eq(M("W/\"6553f100-33b\"", b, true), 1);
+	ck_assert_int_eq(M("\"6553f100-33b\"", b, false), 1);
 }
 END_TEST
 
@@ -171,4 +205,4 @@ START_TEST(if_range)
 }
 END_TEST
 
-TMAIN_TESTS("cond", make, match_lists, eval_single, eval_precedence, if_range);
+TMAIN_TESTS("cond", make, make_mtime_size, match_lists, eval_single, eval_precedence, if_range);
