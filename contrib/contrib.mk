@@ -7,6 +7,8 @@
 # by plain `make` when fuse3 is found).
 dist_noinst_SCRIPTS += contrib/bench/peers.sh contrib/bench/http-bench \
 	contrib/bench/listing-bench contrib/bench/soak
+# HAProxy in front of several fileserverd (t/daemon/fleet.sh runs it).
+EXTRA_DIST += contrib/haproxy/haproxy.cfg
 
 bench-http: fileserverd
 	bash $(srcdir)/contrib/bench/http-bench "$(abs_top_builddir)"

@@ -28,7 +28,8 @@ pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
   rclone chromium nodejs python3 procps iproute2 xz-utils logrotate slowhttptest
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   clang libclang-rt-14-dev
-  sshfs openssh-client openssh-sftp-server socat openssl systemd"
+  sshfs openssh-client openssh-sftp-server socat openssl systemd
+  haproxy"
 
 missing=()
 for p in $pkgs_build $( [ "$mode" = check ] && echo $pkgs_test ); do
