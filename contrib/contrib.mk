@@ -8,7 +8,7 @@
 dist_noinst_SCRIPTS += contrib/bench/peers.sh contrib/bench/http-bench \
 	contrib/bench/listing-bench contrib/bench/soak
 # HAProxy in front of several fileserverd (t/daemon/fleet.sh runs it).
-EXTRA_DIST += contrib/haproxy/haproxy.cfg
+EXTRA_DIST += contrib/haproxy/haproxy.cfg docs/DEPLOYMENT.md
 
 bench-http: fileserverd
 	bash $(srcdir)/contrib/bench/http-bench "$(abs_top_builddir)"
