@@ -216,8 +216,14 @@ checks() {
 		"$(curl -sk --http1.1 -o /dev/null -w '%{http_version} %{http_code}' "$HTTPS/f1.txt")"
 	check "plain HTTP -> 301 to https" "301 https://127.0.0.1:$R/f1.txt" \
 		"$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' "http://127.0.0.1:$R/f1.txt")"
-	check "TLS 1.1 refused" fail \
-		"$(curl -sk --tls-max 1.1 -o /dev/null "$HTTPS/f1.txt" 2>/dev/null && echo ok || echo fail)"
+	check "TLS 1.2 accepted" 200 \
+		"$(curl -sk --tlsv1.2 --tls-max 1.2 -o /dev/null -w '%{http_code}' "$HTTPS/f1.txt")"
+	check "TLS 1.3 accepted" 200 \
+		"$(curl -sk --tlsv1.3 -o /dev/null -w '%{http_code}' "$HTTPS/f1.txt")"
+	# the client's own floor lowered, so that the refusal is HAProxy's
+	check_match "TLS 1.1 refused by HAProxy" "alert protocol version" \
+		"$(openssl s_client -connect "127.0.0.1:$H" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' \
+			</dev/null 2>&1)"
 
 	# one validator for the whole fleet
 	local et
