@@ -18,11 +18,13 @@
  * The tag is weak (W/): the same entries give the same tag whether the
  * body is gzip-compressed or not (RFC 9110 8.8.1).
  *
- * No inode goes in. Under etag = mtime-size a subdirectory's size is
- * left out too: it is the file system's bookkeeping (ext4 directories
- * grow and never shrink, tmpfs counts entries, btrfs sums names), so
- * two copies of a tree differ there while listing the same names, and
- * every change that matters also changes the subdirectory's mtime.
+ * No inode goes in. Under etag = mtime-size, as for files, mtimes count
+ * in whole seconds (a copy need not keep nanoseconds), and a
+ * subdirectory's size is left out: it is the file system's bookkeeping
+ * (ext4 directories grow and never shrink, tmpfs counts entries, btrfs
+ * sums names), so two copies of a tree differ there while listing the
+ * same names, and every change that matters also changes the
+ * subdirectory's mtime.
  */
 
 #include "daemon/listing_int.h"
@@ -56,16 +58,16 @@ void lst_etag_init(struct lst_etag *t, const struct lst_params *p,
 
 void lst_etag_entry(struct lst_etag *t, const struct lk_entry *e)
 {
+	bool copies = fsd->conf.etag == PROTO_ETAG_MTIME_SIZE;
 	struct {
 		uint64_t size;
 		int64_t sec;
 		uint32_t nsec, mode, target_mode;
 		int32_t err;
 	} rec = {
-		.size = fsd->conf.etag == PROTO_ETAG_MTIME_SIZE &&
-		        S_ISDIR(e->stx.stx_mode) ? 0 : e->stx.stx_size,
+		.size = copies && S_ISDIR(e->stx.stx_mode) ? 0 : e->stx.stx_size,
 		.sec = e->stx.stx_mtime.tv_sec,
-		.nsec = e->stx.stx_mtime.tv_nsec,
+		.nsec = copies ? 0 : e->stx.stx_mtime.tv_nsec,
 		.mode = e->stx.stx_mode,
 		.target_mode = e->target_mode,
 		.err = e->err,

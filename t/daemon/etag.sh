@@ -23,6 +23,10 @@ echo y > "$A/d/sub/kept"
 touch -d '2024-01-02 03:04:07' "$A/d/sub" "$A/d"
 cp -a "$A" "$T/b"
 B=$T/b
+# a copy that kept whole seconds only (tar's ustar format, some sync
+# tools): a file of B loses its nanoseconds, its directory keeps its time
+touch -d "@$(stat -c %Y "$A/d/one")" "$B/d/one"
+touch -d '2024-01-02 03:04:07' "$B/d"
 if [ "$(stat -c %s "$A/d/sub")" = "$(stat -c %s "$B/d/sub")" ]; then
 	echo "# note: this file system gives both copies of d/sub one size"
 fi
@@ -112,6 +116,7 @@ checks() {
 	same "gzip sidecar" /f.txt -H 'Accept-Encoding: gzip'
 	check "gzip sidecar: its own tag" "$(nginx_tag "$A/f.txt.gz" | sed 's/"$/-gzip"/')" \
 		"$(etag "$UA" /f.txt -H 'Accept-Encoding: gzip')"
+	same "a copy without nanoseconds" /d/one
 	same "HTML listing" /d/
 	same "JSON listing" '/d/?format=json'
 	same "listing of the grown directory" /d/sub/ -H 'Accept: application/json'
