@@ -3,8 +3,9 @@
 # 127.0.0.11-13 (one port, as on three hosts), each serving its own
 # copy of one tree (cp -a: replicated storage, other inodes). wrk
 # loads it through HAProxy over HTTPS for 6 s while one node gets
-# SIGTERM and another SIGKILL: no request fails with a 5xx and
-# conditional requests get 304 from every node (etag = mtime-size);
+# SIGTERM and another SIGKILL: no request fails with a 5xx, a download
+# from the node stopped finishes (it drains), and conditional requests
+# get 304 from every node (etag = mtime-size);
 # where the nodes have a status listener, the survivor's request count
 # is what HAProxy says it answered.
 . "$top_srcdir/t/daemon/lib.sh"
@@ -19,6 +20,9 @@ done
 { echo "conditional file"; head -c 3000 /dev/urandom | base64; } > "$D/cond.txt"
 echo x > "$D/d/a"
 for n in 11 12 13; do cp -a "$D" "$T/root-$n"; done
+# only n2 has it: more than the socket buffers between n2, HAProxy and
+# the client hold, so that n2 is still sending when it is stopped
+head -c 32M /dev/urandom > "$T/root-12/big.bin"
 chmod -R a+rX "$T"
 
 # TLS: a self-signed certificate for 127.0.0.1 and localhost
@@ -64,7 +68,7 @@ node_conf() {
 		echo "max_connections_per_ip = 0"
 		[ "$HAVE_STATUS" = 1 ] && echo "status_listen = $1:$S"
 		# SIGTERM drains: what is in progress finishes first
-		echo "shutdown_timeout = 5"
+		echo "shutdown_timeout = 20"
 	} > "$T/node-$1.conf"
 }
 start_node() {
@@ -239,6 +243,19 @@ checks() {
 			"$(hp_field fsd "n$n" hrsp_3xx)"
 	done
 
+	# a download in progress on n2 (the others set aside while it
+	# starts) must finish although n2 is stopped in the middle of it
+	hp_cli "disable server fsd/n1" >/dev/null
+	hp_cli "disable server fsd/n3" >/dev/null
+	curl -sk --limit-rate 4M -o "$T/big.got" "$HTTPS/big.bin" &
+	local dl=$!
+	for i in $(seq 1 100); do
+		[ -s "$T/big.got" ] && break
+		sleep 0.05
+	done
+	hp_cli "enable server fsd/n1" >/dev/null
+	hp_cli "enable server fsd/n3" >/dev/null
+
 	# load, and two nodes lost under it. n1, which stays, leaves its
 	# health to the other nodes' fate from here: its count of requests
 	# is then only what HAProxy forwarded, and the scrapes.
@@ -264,6 +281,10 @@ checks() {
 	check "wrk ran to its end" 0 "$rc"
 	wait "${NPID[127.0.0.12]}"
 	check "the node stopped by SIGTERM exits 0" 0 "$?"
+	wait "$dl"
+	check "a download from the drained node through HAProxy: complete" 0 "$?"
+	check "... and byte for byte" same \
+		"$(cmp -s "$T/root-12/big.bin" "$T/big.got" && echo same)"
 	{ wait "${NPID[127.0.0.13]}"; } 2>/dev/null
 	unset 'NPID[127.0.0.12]' 'NPID[127.0.0.13]'
 	sed 's/^/# wrk: /' "$T/wrk.out" | grep -E 'status|cond200|requests|errors|Requests/sec'
