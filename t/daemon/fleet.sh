@@ -4,10 +4,10 @@
 # copy of one tree (cp -a: replicated storage, other inodes). wrk
 # loads it through HAProxy over HTTPS for 6 s while one node gets
 # SIGTERM and another SIGKILL: no request fails with a 5xx, a download
-# from the node stopped finishes (it drains), and conditional requests
-# get 304 from every node (etag = mtime-size);
-# where the nodes have a status listener, the survivor's request count
-# is what HAProxy says it answered.
+# from the node stopped finishes (it drains), conditional requests get
+# 304 from every node (etag = mtime-size), and the survivor's request
+# count (its status listener's /metrics) is what HAProxy says it
+# answered.
 . "$top_srcdir/t/daemon/lib.sh"
 need haproxy wrk openssl
 
@@ -51,22 +51,13 @@ P=$(free_port $NODES) && S=$(free_port $NODES) && H=$(free_port 127.0.0.1) &&
 	R=$(free_port 127.0.0.1) && ST=$(free_port 127.0.0.1) ||
 	{ echo "no free ports"; exit 99; }
 
-# The status listener, where this build has one.
-probe() {
-	printf '[server]\nroot = %s\n%s\n' "$D" "$1" > "$T/probe.conf"
-	"$FSD" -t -c "$T/probe.conf" >/dev/null 2>&1
-}
-HAVE_STATUS=0
-probe "status_listen = 127.0.0.11:$S" && HAVE_STATUS=1
-echo "# status_listen: $HAVE_STATUS"
-
 declare -A NPID
 node_conf() {
 	{
 		printf '[server]\nroot = %s\nlisten = %s:%s\netag = mtime-size\n' \
 			"$T/root-${1##*.}" "$1" "$P"
 		echo "max_connections_per_ip = 0"
-		[ "$HAVE_STATUS" = 1 ] && echo "status_listen = $1:$S"
+		echo "status_listen = $1:$S"
 		# SIGTERM drains: what is in progress finishes first
 		echo "shutdown_timeout = 20"
 	} > "$T/node-$1.conf"
@@ -92,23 +83,14 @@ cleanup() {
 	lib_cleanup
 }
 
-# The shipped configuration with this test's addresses; health checks
-# on / of the file listener where nodes have no status listener.
-hp_cfg() {
-	if [ "$HAVE_STATUS" = 1 ]; then
-		cp "$CFG" "$T/haproxy.cfg"
-	else
-		sed -e 's| uri /healthz | uri / |' "$CFG" > "$T/haproxy.cfg"
-	fi
-}
+# The shipped configuration, with this test's addresses.
 start_haproxy() {
 	local i
-	hp_cfg
 	FSD_HAPROXY_LOG=stdout FSD_HAPROXY_SOCKET=$T/haproxy.sock \
 	FSD_TLS_CERT=$T/site.pem FSD_HTTPS_BIND=127.0.0.1:$H FSD_HTTP_BIND=127.0.0.1:$R \
-	FSD_STATS_BIND=127.0.0.1:$ST FSD_CHECK_PORT=$([ "$HAVE_STATUS" = 1 ] && echo "$S" || echo "$P") \
+	FSD_STATS_BIND=127.0.0.1:$ST FSD_CHECK_PORT=$S \
 	FSD_NODE1=127.0.0.11:$P FSD_NODE2=127.0.0.12:$P FSD_NODE3=127.0.0.13:$P \
-		haproxy -n 2000 -db -f "$T/haproxy.cfg" >"$T/haproxy.out" 2>&1 &
+		haproxy -n 2000 -db -f "$CFG" >"$T/haproxy.out" 2>&1 &
 	HPID=$!
 	# every node up by its health check
 	for i in $(seq 1 100); do
@@ -259,20 +241,18 @@ checks() {
 	# load, and two nodes lost under it. n1, which stays, leaves its
 	# health to the other nodes' fate from here: its count of requests
 	# is then only what HAProxy forwarded, and the scrapes.
-	local before_fe n1_before=0 n1_hp_before=0
-	if [ "$HAVE_STATUS" = 1 ]; then
-		hp_cli "disable health fsd/n1" >/dev/null
-		sleep 0.2       # a check in flight lands
-		n1_before=$(sum_metric "http://127.0.0.11:$S/metrics")
-		n1_hp_before=$(hp_answered n1)
-	fi
+	local before_fe n1_before n1_hp_before
+	hp_cli "disable health fsd/n1" >/dev/null
+	sleep 0.2       # a check in flight lands
+	n1_before=$(sum_metric "http://127.0.0.11:$S/metrics")
+	n1_hp_before=$(hp_answered n1)
 	before_fe=$(hp_field www FRONTEND req_tot)
 	FLEET_ETAG=$et timeout 30 wrk -t2 -c12 -d6s --timeout 10s -s "$T/fleet.lua" "$HTTPS/" \
 		>"$T/wrk.out" 2>&1 &
 	local wpid=$! rc
 	sleep 1.5
-	local killed_at_term=""
-	[ "$HAVE_STATUS" = 1 ] && killed_at_term=$(sum_metric "http://127.0.0.12:$S/metrics")
+	local killed_at_term
+	killed_at_term=$(sum_metric "http://127.0.0.12:$S/metrics")
 	kill -TERM "${NPID[127.0.0.12]}"
 	sleep 1.5
 	kill -KILL "${NPID[127.0.0.13]}"
@@ -321,17 +301,15 @@ checks() {
 	fe=$(($(hp_field www FRONTEND req_tot) - before_fe - 1))
 	check "HAProxy received what wrk sent ($total <= $fe <= $total + 12)" 1 \
 		"$([ "$fe" -ge "$total" ] && [ "$fe" -le $((total + 12)) ] && echo 1)"
-	if [ "$HAVE_STATUS" = 1 ]; then
-		local got answered
-		got=$(($(sum_metric "http://127.0.0.11:$S/metrics") - n1_before))
-		answered=$(($(hp_answered n1) - n1_hp_before))
-		# and the first scrape, counted once it was answered
-		check "n1 counted every request HAProxy had it answer ($answered)" \
-			$((answered + 1)) "$got"
-		echo "# n2 had counted $killed_at_term before SIGTERM; n3's count died with it"
-	else
-		echo "# no status_listen in this build: the nodes' request counters are not compared"
-	fi
+	local got answered
+	got=$(($(sum_metric "http://127.0.0.11:$S/metrics") - n1_before))
+	answered=$(($(hp_answered n1) - n1_hp_before))
+	# and the first scrape, counted once it was answered
+	check "n1 counted every request HAProxy had it answer ($answered)" \
+		$((answered + 1)) "$got"
+	echo "# n2 had counted $killed_at_term before SIGTERM; n3's count died with it"
+	check "n2 and n3 out of the rotation" "n2 DOWN n3 DOWN " \
+		"$(hp_stat fsd | awk -F, '$2 == "n2" || $2 == "n3" { printf "%s %s ", $2, $18 }')"
 
 	kill "$HPID"
 	wait "$HPID" 2>/dev/null
