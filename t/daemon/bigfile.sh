@@ -30,9 +30,13 @@ checks() {
 	check "416 past the end" 416 "$(code /sparse.img -H "Range: bytes=$SIZE-")"
 	# 64 MiB streamed (sendfile) from just below 2 GiB, compared with dd
 	local off=$((2 * 1024 * 1024 * 1024 - 32 * 1024 * 1024)) len=$((64 * 1024 * 1024))
-	curl -s -o "$T/chunk" -H "Range: bytes=$off-$((off + len - 1))" "$URL/sparse.img"
+	local rc=0
+	curl -s -o "$T/chunk" -H "Range: bytes=$off-$((off + len - 1))" "$URL/sparse.img" || rc=$?
 	dd if="$D/sparse.img" of="$T/want" bs=1M skip=$((off / 1048576)) count=64 status=none
-	if cmp -s "$T/chunk" "$T/want"; then ok "64 MiB across 2 GiB byte-exact"; else not_ok "64 MiB across 2 GiB differs"; fi
+	if cmp -s "$T/chunk" "$T/want"; then ok "64 MiB across 2 GiB byte-exact"; else
+		not_ok "64 MiB across 2 GiB differs: $(stat -c %s "$T/chunk" 2>/dev/null) bytes, curl exit $rc, first difference: $(cmp "$T/chunk" "$T/want" 2>&1 | head -1)"
+		tail -5 "$T/daemon.err"
+	fi
 	rm -f "$T/chunk" "$T/want"
 }
 
