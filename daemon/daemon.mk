@@ -60,11 +60,12 @@ fileserverd_SOURCES += \
 	daemon/listing_int.h \
 	daemon/listing_params.c \
 	daemon/listing_run.c \
+	daemon/listing_queue.c \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \
 	daemon/listing_etag.c
 LISTING_IT = t/daemon/listing.sh t/daemon/listing-slow.sh t/daemon/listing-names.sh \
-	t/browser/listing-browser.sh
+	t/browser/listing-browser.sh t/daemon/listing-queue.sh
 TESTS += $(LISTING_IT)
 dist_check_SCRIPTS += $(LISTING_IT)
 EXTRA_DIST += t/daemon/listing_check.py

@@ -5,7 +5,8 @@
  * without an index file. See listing_int.h for the files around it.
  *
  * On the request fibril: parse the parameters, take a place in the
- * worker's bound (503 + Retry-After beyond it), start the scan (sorted
+ * worker's bound (listing_queue.c: shared with an identical scan, or
+ * waited for in the queue), start the scan (sorted
  * by name: names are read and sorted first, then stat'ed window by
  * window), and render the first entries. A large directory (its own
  * size, LST_EARLY_DIR_BYTES) skips that: its headers and prologue go out
@@ -116,11 +117,15 @@ static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir
 		fsd_req_error(rq, (unsigned)st);
 		return false;
 	}
-	if (rq->w->listings >= fsd->conf.max_listings) {
+	struct lk_scan_opts so;
+	struct lst_key key;
+	lst_run_scan_opts(r, cfg, NULL, &so);
+	lst_key_make(&key, dir, &so);
+	/* May wait in the queue (503 + Retry-After when it gives up). */
+	r->slot = lst_slot_take(rq, &key, urlpath);
+	if (!r->slot) {
 		close(dir->fd);
 		lst_params_free(&r->p);
-		FSD_M_INC(limited[FSD_M_LIM_LISTINGS]);
-		fsd_req_error(rq, 503);         /* with Retry-After */
 		return false;
 	}
 	r->urlpath = strdup(urlpath);
@@ -142,7 +147,6 @@ static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir
 		.desc = r->p.q.desc,
 		.limit = r->p.q.limit,
 	};
-	rq->w->listings++;
 	FSD_M_INC(listings);
 	lst_etag_init(&r->tag, &r->p, r->urlpath);
 	return true;
@@ -194,7 +198,6 @@ static bool answer_whole(struct fsd_req *rq, struct lst_run *r, const char *inm)
 			return false;
 	}
 	respond_whole(rq, r, inm);
-	rq->w->listings--;
 	lst_run_free(r);
 	return true;
 }
@@ -271,7 +274,6 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 	if (rc == 0)
 		rc = respond_stream(rq, &r);
 	if (rc < 0) {
-		rq->w->listings--;
 		lst_run_free(&r);
 		if (rc == -ENOMEM)
 			fsd_req_error(rq, 500);
@@ -283,5 +285,6 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 
 void fsd_listing_stop(struct fsd_worker *w)
 {
+	lst_queue_stop();
 	lst_stream_cancel_all(w);
 }

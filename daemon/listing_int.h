@@ -9,6 +9,8 @@
  *   listing_stream.c  the streamed response: MHD content reader fed by
  *                     lk_scan_next_cb(), suspend/resume around waits.
  *   listing_params.c  the query, Accept and Accept-Encoding.
+ *   listing_queue.c   places in max_listings, the queue of listings
+ *                     waiting for one.
  * Rows are rendered by proto/listing.h.
  *   listing_gzip.c    streaming gzip (zlib).
  *   listing_etag.c    the listing validator.
@@ -77,6 +79,30 @@ void lst_etag_entry(struct lst_etag *t, const struct lk_entry *e);
  * page has a successor. */
 void lst_etag_final(const struct lst_etag *t, bool more, char *out);
 
+/* ---- places and the queue (listing_queue.c) ---- */
+
+/* What makes two scans share one (lk_scan_open: same directory, same
+ * mtime, same order and flags). */
+struct lst_key {
+	uint64_t ino;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec, dev_major, dev_minor;
+	unsigned sort, flags;
+	bool shared;                /* false: never shared (unsorted) */
+};
+void lst_key_make(struct lst_key *k, const struct lk_file *dir,
+                  const struct lk_scan_opts *o);
+struct lst_slot;
+/* On the request fibril: a place in max_listings for a scan keyed @k
+ * (shared with a running identical scan), waiting in the queue if
+ * needed. NULL when @rq was answered instead (503 + Retry-After). */
+struct lst_slot *lst_slot_take(struct fsd_req *rq, const struct lst_key *k,
+                               const char *urlpath);
+/* Gives a place back (NULL: nothing); the next waiters get it. */
+void lst_slot_put(struct lst_slot *s);
+/* The worker stops: every waiter gets 503. */
+void lst_queue_stop(void);
+
 /* ---- one listing being rendered (listing_run.c) ---- */
 struct lst_run {
 	struct lst_params p;
@@ -100,6 +126,7 @@ struct lst_run {
 	bool show_hidden;         /* dotfiles listed: symlink targets may name them */
 	bool more;                /* an entry exists past p.limit */
 	char *cursor;             /* name of the page's last entry (limit reached) */
+	struct lst_slot *slot;    /* its place in max_listings, until the scan ends */
 };
 
 /* The scan's options for @r's parameters and @cfg (sort, window,
@@ -127,9 +154,8 @@ void lst_run_free(struct lst_run *r);
 
 /* Builds a chunked response that sends r->out and then renders the
  * rest of r->scan from the worker's loop. Takes over everything @r owns
- * (and zeroes it), and the listing's place in rq->w->listings until the
- * response is freed. Returns the response or NULL (all released, the
- * count dropped). */
+ * (and zeroes it), its place in max_listings included (given back when
+ * the scan ends). Returns the response or NULL (all released). */
 struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r);
 
 /* Cancels every stream of worker @w (stop): each ends its response with

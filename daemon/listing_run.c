@@ -131,6 +131,7 @@ void lst_run_free(struct lst_run *r)
 		lk_scan_close(r->scan);
 	if (r->deferred)
 		close(r->dir.fd);
+	lst_slot_put(r->slot);
 	lst_gz_end(&r->gz);
 	proto_buf_free(&r->raw);
 	proto_buf_free(&r->out);

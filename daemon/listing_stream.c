@@ -48,7 +48,6 @@ struct lst_stream {
 	bool suspended;
 	bool unflushed;     /* the compressor holds input not yet flushed */
 	bool done, failed;
-	bool slot;          /* counted in w->listings (until the scan ends) */
 	bool waiting;       /* a scan callback is pending */
 	/* The body is spill[spill_off, spill_len) then r.out[r.out_off, len) */
 	int spill;          /* unlinked temporary file, or -1 */
@@ -123,10 +122,8 @@ static void scan_over(struct lst_stream *s)
 		lk_scan_close(s->r.scan);
 		s->r.scan = NULL;
 	}
-	if (s->slot) {
-		s->slot = false;
-		s->w->listings--;
-	}
+	lst_slot_put(s->r.slot);
+	s->r.slot = NULL;
 }
 
 /* Moves the unsent output to the end of the spill file. Synchronous:
@@ -264,8 +261,6 @@ static void stream_free(void *cls)
 	if (s->timer)
 		event_free(s->timer);
 	lst_run_free(&s->r);
-	if (s->slot)
-		s->w->listings--;
 	if (s->spill >= 0)
 		close(s->spill);
 	free(s);
@@ -286,7 +281,6 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 			event_free(s->timer);
 		free(s);
 		lst_run_free(r);
-		rq->w->listings--;
 		return NULL;
 	}
 	/* From here on stream_free() releases everything. */
@@ -295,7 +289,6 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	s->w = rq->w;
 	s->conn = rq->conn;
 	s->resp = resp;
-	s->slot = true;
 	s->spill = -1;
 	s->next = live;
 	if (live)

@@ -1,7 +1,7 @@
 # Listings on a slow file system (slowfs: FUSE, every metadata op
 # delayed): other requests on the same worker are answered while a
 # listing waits; concurrent identical listings share one directory read;
-# listings beyond max_listings get 503 + Retry-After.
+# listings beyond max_listings and an empty queue get 503 + Retry-After.
 . "$top_srcdir/t/daemon/lib.sh"
 slow_test  # delayed file system by design
 . "$top_srcdir/t/slowfs/lib.sh"
@@ -110,10 +110,11 @@ checks() {
 		"$(ps -L -o cls= -p "$DPID" | grep -c IDL)"
 	stop_daemon
 
-	# 3. The bound: with max_listings = 1, a second listing while one
-	# waits (each op 1 s) gets 503 + Retry-After; files are still served.
+	# 3. The bound: with max_listings = 1 and no queue, a second listing
+	# while one waits (each op 1 s) gets 503 + Retry-After; files are
+	# still served.
 	mount_slow 1000 "$T/back3"
-	printf '[server]\nroot = %s\nmax_listings = 1\nrequest_timeout = 60\n' "$D" > "$T/c.conf"
+	printf '[server]\nroot = %s\nmax_listings = 1\nlisting_queue = 0\nrequest_timeout = 60\n' "$D" > "$T/c.conf"
 	start_daemon -c "$T/c.conf"
 	rm -f "$T/first.code"
 	( curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$URL/slow/" > "$T/first.code.tmp"
