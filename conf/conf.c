@@ -93,6 +93,7 @@ int conf_init(struct conf *c)
 	c->max_listings = 8;
 	c->listing_queue = 64;
 	c->listing_queue_timeout = 10;
+	c->listing_cache_bytes = 64u << 20;
 	c->small_file_max = 65536;
 	c->request_header_max = 8192;
 	c->fcache_entries = 2048;
@@ -593,6 +594,7 @@ static int server_key(struct load *ld, const char *name, const char *v)
 	UINT("max_listings", max_listings, 1, 100000, false)
 	UINT("listing_queue", listing_queue, 0, 100000, false)
 	UINT("listing_queue_timeout", listing_queue_timeout, 1, 86400, false)
+	UINT("listing_cache_bytes", listing_cache_bytes, 0, 1ULL << 40, true)
 	UINT("max_connections_per_ip", max_connections_per_ip, 0, 1000000, false)
 	UINT("header_timeout", header_timeout, 1, 86400, false)
 	UINT("shutdown_timeout", shutdown_timeout, 0, 86400, false)

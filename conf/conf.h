@@ -100,6 +100,7 @@ struct conf {
 	unsigned max_listings;        /**< listings in progress per worker (default 8) */
 	unsigned listing_queue;       /**< listings waiting for a place, per worker (default 64; 0: refuse at once) */
 	unsigned listing_queue_timeout; /**< seconds one may wait there (default 10) */
+	size_t listing_cache_bytes;   /**< listing cache per worker, 0: off (default 64 MiB) */
 	size_t small_file_max;        /**< bodies up to this are read into memory (default 65536) */
 	size_t request_header_max;    /**< request line + header fields, bytes; more: 431 (default 8192) */
 	unsigned fcache_entries;      /**< small-file cache entries per worker, 0: off (default 2048) */

@@ -61,14 +61,16 @@ fileserverd_SOURCES += \
 	daemon/listing_params.c \
 	daemon/listing_run.c \
 	daemon/listing_queue.c \
+	daemon/lcache.c \
+	daemon/lcache.h \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \
 	daemon/listing_etag.c
 LISTING_IT = t/daemon/listing.sh t/daemon/listing-slow.sh t/daemon/listing-names.sh \
-	t/browser/listing-browser.sh t/daemon/listing-queue.sh
+	t/browser/listing-browser.sh t/daemon/listing-queue.sh t/daemon/lcache.sh
 TESTS += $(LISTING_IT)
 dist_check_SCRIPTS += $(LISTING_IT)
-EXTRA_DIST += t/daemon/listing_check.py
+EXTRA_DIST += t/daemon/listing_check.py t/daemon/lcache_check.py
 EXTRA_DIST += t/browser/listing-browser.mjs t/browser/package.json t/browser/package-lock.json
 
 # --- fcache (PERF) ---

@@ -91,6 +91,7 @@ struct fcache {
 	unsigned n;
 	size_t bytes;
 	unsigned budget;                /* inotify watches */
+	unsigned long epoch;            /* fcw_epoch() when last synced */
 	uint64_t gen;                   /* entries made */
 };
 
@@ -211,10 +212,12 @@ static void sync_events(bool force)
 		entry_drop(e);
 		FSD_M_INC(fc_invalidations);
 	}
-	if (all) {
+	/* (the listing cache's fcw_sync() may have seen it first) */
+	if (all || fc->epoch != fcw_epoch()) {
 		fsd_ctr_add(&fsd_m.c.fc_invalidations, fc->n);
 		drop_all();
 	}
+	fc->epoch = fcw_epoch();
 }
 
 /* fcache_watches, or half of what the kernel lets this user watch,

@@ -1,6 +1,6 @@
 /*
- * Inside the small-file cache: its watches (fcache_watch.c), used by
- * the entries (fcache.c). One inotify instance per worker thread; a
+ * The watches of the small-file cache (fcache_watch.c), used by its
+ * entries (fcache.c) and by the listing cache (lcache.c). One inotify instance per worker thread; a
  * watch is shared by every entry that depends on its inode, and indexed
  * by watch descriptor, so an event reaches only those entries. Any
  * change to the mount table of the daemon's namespace counts as an
@@ -24,13 +24,16 @@ struct fcw_dep {
 	const char *name;               /* next component; NULL: the file's own watch */
 	size_t len;
 	bool sidecars;                  /* its sidecar names (FILE.gz...) count too */
+	void (*fire)(struct fcw_dep *d);/* NULL: the fire() given to fcw_init() */
 };
 
 /* Called for every dependency an event hits, from fcw_sync(); must not
  * unlink dependencies (mark, and drop once fcw_sync returns). */
 typedef void (*fcw_fire_fn)(struct fcw_dep *d);
 
-/* Creates this thread's watches: at most @budget inotify watches.
+/* Creates this thread's watches: at most @budget inotify watches. The
+ * small-file cache and the listing cache share them: each calls
+ * fcw_init() (the first one sets the budget) and fcw_fini() once.
  * Returns 0 or -errno. */
 int fcw_init(unsigned budget, fcw_fire_fn fire);
 void fcw_fini(void);
@@ -41,6 +44,16 @@ void fcw_fini(void);
  * retry); -EMEDIUMTYPE for a casefolded directory (names compare by
  * bytes here); or another -errno. */
 int fcw_watch(int fd, bool dir, struct fcw_dep *d);
+
+/* For a cached listing: links @d to a watch on the directory open as
+ * @fd that also reports writes and attribute changes of its entries. */
+int fcw_watch_listing(int fd, struct fcw_dep *d);
+/* For a cached listing: links @d to a watch on entry @name of the
+ * directory open as @dirfd (not followed if a symlink): its own
+ * attributes, whatever name they change through, and, for a directory,
+ * its entries coming and going (its mtime and size). Same returns as
+ * fcw_watch(). */
+int fcw_watch_entry(int dirfd, const char *name, struct fcw_dep *d);
 
 /* Unlinks @d (if linked); the last one out removes the watch. */
 void fcw_unwatch(struct fcw_dep *d);
@@ -53,5 +66,9 @@ int fcw_sync(bool force);
 
 /* Watches held now. */
 unsigned fcw_count(void);
+
+/* Counts the times fcw_sync() returned 1: a cache that did not make
+ * that call itself drops everything when it sees this change. */
+unsigned long fcw_epoch(void);
 
 #endif

@@ -29,6 +29,16 @@
 #define FILE_MASK (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | \
                    IN_MOVE_SELF)
 
+/* A listed directory: its entries' writes and attribute changes too,
+ * as reported through it (the name they change through is in it). */
+#define LDIR_MASK (DIR_MASK | IN_MODIFY | IN_CLOSE_WRITE)
+/* A listed entry's own inode: what FILE_MASK sees (through any name,
+ * hard links elsewhere included), and for a directory its entries
+ * coming and going, which change its mtime and size. A symlink is
+ * watched itself. */
+#define ENTRY_MASK (FILE_MASK | IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
+                    IN_MOVED_TO | IN_DONT_FOLLOW)
+
 enum { TAG_INOTIFY = 1, TAG_MOUNTS = 2 };
 
 struct fcw {
@@ -43,6 +53,8 @@ struct fcw_state {
 	struct fcw **bucket;            /* by wd */
 	size_t nbuckets;                /* power of two */
 	unsigned n, budget;
+	unsigned users;                 /* fcw_init() calls not yet finished */
+	unsigned long epoch;            /* fcw_sync() returned 1 this many times */
 	fcw_fire_fn fire;
 	bool ring_ok;                   /* ifd's and mfd's readiness is watched by ring */
 	struct io_uring ring;           /* two multishot polls, nothing else */
@@ -131,12 +143,17 @@ int fcw_init(unsigned budget, fcw_fire_fn fire)
 {
 	int e;
 
-	if (ws)
+	if (ws) {
+		ws->users++;
+		if (!ws->fire)
+			ws->fire = fire;
 		return 0;
+	}
 	ws = calloc(1, sizeof *ws);
 	if (!ws)
 		return -ENOMEM;
 	ws->budget = budget;
+	ws->users = 1;
 	ws->fire = fire;
 	ws->nbuckets = 256;
 	ws->bucket = calloc(ws->nbuckets, sizeof *ws->bucket);
@@ -170,7 +187,7 @@ fail:
 
 void fcw_fini(void)
 {
-	if (!ws)
+	if (!ws || --ws->users)
 		return;
 	ring_off();
 	for (size_t i = 0; i < ws->nbuckets; i++)
@@ -190,6 +207,11 @@ unsigned fcw_count(void)
 	return ws ? ws->n : 0;
 }
 
+unsigned long fcw_epoch(void)
+{
+	return ws ? ws->epoch : 0;
+}
+
 /* Names compare byte for byte here: a directory whose lookups fold case
  * would let a request name and an event name differ for the same file.
  * Such directories are not cached beneath. A directory can only be made
@@ -204,16 +226,16 @@ static bool casefolded(int fd)
 	return fl & FS_CASEFOLD_FL;
 }
 
-int fcw_watch(int fd, bool dir, struct fcw_dep *d)
+/* Links @d to the watch of @path (@mask added to what the inode is
+ * watched for already: the caches watch the same inodes for different
+ * events, and a watch is one per inode). */
+static int watch_path(const char *path, uint32_t mask, int casefold_fd,
+                      struct fcw_dep *d)
 {
-	char path[40];
 	struct fcw *w;
 	int wd;
 
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	/* the magic link is followed to the inode open as fd: no second
-	 * lookup of the name, so no room for a swap in between */
-	wd = inotify_add_watch(ws->ifd, path, dir ? DIR_MASK : FILE_MASK);
+	wd = inotify_add_watch(ws->ifd, path, mask | IN_MASK_ADD);
 	if (wd < 0)
 		return errno == ENOSPC || errno == ENOMEM ? -ENOSPC : -errno;
 	w = find(wd);
@@ -221,7 +243,7 @@ int fcw_watch(int fd, bool dir, struct fcw_dep *d)
 		int r = 0;
 		if (ws->n >= ws->budget)
 			r = -ENOSPC;
-		else if (dir && casefolded(fd))
+		else if (casefold_fd >= 0 && casefolded(casefold_fd))
 			r = -EMEDIUMTYPE;
 		else if (!(w = calloc(1, sizeof *w)))
 			r = -ENOMEM;
@@ -242,6 +264,33 @@ int fcw_watch(int fd, bool dir, struct fcw_dep *d)
 		w->deps->prev = d;
 	w->deps = d;
 	return 0;
+}
+
+int fcw_watch(int fd, bool dir, struct fcw_dep *d)
+{
+	char path[40];
+
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	/* the magic link is followed to the inode open as fd: no second
+	 * lookup of the name, so no room for a swap in between */
+	return watch_path(path, dir ? DIR_MASK : FILE_MASK, dir ? fd : -1, d);
+}
+
+int fcw_watch_listing(int fd, struct fcw_dep *d)
+{
+	char path[40];
+
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	return watch_path(path, LDIR_MASK, -1, d);
+}
+
+int fcw_watch_entry(int dirfd, const char *name, struct fcw_dep *d)
+{
+	char path[40 + 256];
+
+	if (snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dirfd, name) >= (int)sizeof path)
+		return -ENAMETOOLONG;
+	return watch_path(path, ENTRY_MASK, -1, d);
 }
 
 void fcw_unwatch(struct fcw_dep *d)
@@ -298,7 +347,7 @@ static void on_event(int wd, const char *name)
 		return;     /* a watch we already let go */
 	for (struct fcw_dep *d = w->deps; d; d = d->next)
 		if (!name || !d->name || names(d, name))
-			ws->fire(d);
+			(d->fire ? d->fire : ws->fire)(d);
 }
 
 /* Reads every queued event (one read returning EAGAIN when none).
@@ -346,6 +395,7 @@ int fcw_sync(bool force)
 				 * assume the worst about what they missed */
 				ring_off();
 				drain();
+				ws->epoch++;
 				return 1;
 			}
 			if (tag == TAG_MOUNTS)
@@ -370,5 +420,7 @@ int fcw_sync(bool force)
 		mnt = p[1].revents != 0;
 	}
 	int all = in ? drain() : 0;
+	if (all || mnt)
+		ws->epoch++;
 	return all || mnt;
 }

@@ -27,6 +27,7 @@
 
 #include "daemon/listing.h"
 #include "daemon/listing_int.h"
+#include "daemon/lcache.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "proto/etag.h"
@@ -37,6 +38,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fibril/fibril.h>
 
 /* Output rendered on the fibril before the headers are committed: the
  * listings that fit are answered whole (ETag in the header); a 100,000-
@@ -50,6 +53,11 @@
  * before the names are read (100,000 entries: the first byte after the
  * open instead of after ~20 ms of getdents and sorting). */
 #define LST_EARLY_DIR_BYTES (256u * 1024)
+
+/* A listing from the cache is answered whole, ETag in the header (as
+ * nginx's autoindex builds its page): up to this many entries (~25 MB
+ * of HTML); a larger one is scanned and streamed. */
+#define LST_CACHE_WHOLE 200000u
 
 static int scan_open(struct lst_run *r, const struct conf_listing *cfg,
                      struct fsd_req *rq, const struct lk_file *dir)
@@ -103,8 +111,8 @@ static void respond_whole(struct fsd_req *rq, struct lst_run *r, const char *inm
 	fsd_req_respond(rq, status, resp, status == MHD_HTTP_OK ? r->out.len : 0);
 }
 
-/* Sets @r up for the request and takes a place in the worker's bound;
- * false when @rq is answered instead (dir->fd closed). */
+/* Sets @r up for the request; false when @rq is answered instead
+ * (dir->fd closed). */
 static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir,
                       const char *urlpath, const char *relpath, lk_root_t *root,
                       const char *scanpath, const struct conf_listing *cfg)
@@ -115,17 +123,6 @@ static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir
 		close(dir->fd);
 		lst_params_free(&r->p);
 		fsd_req_error(rq, (unsigned)st);
-		return false;
-	}
-	struct lk_scan_opts so;
-	struct lst_key key;
-	lst_run_scan_opts(r, cfg, NULL, &so);
-	lst_key_make(&key, dir, &so);
-	/* May wait in the queue (503 + Retry-After when it gives up). */
-	r->slot = lst_slot_take(rq, &key, urlpath);
-	if (!r->slot) {
-		close(dir->fd);
-		lst_params_free(&r->p);
 		return false;
 	}
 	r->urlpath = strdup(urlpath);
@@ -157,6 +154,30 @@ static int begin(struct lst_run *r)
 	return proto_listing_begin(&r->l, r->p.gzip ? &r->raw : &r->out) < 0 ? -ENOMEM : 0;
 }
 
+/* Answers from the listing cache: true when answered. */
+static bool from_cache(struct fsd_req *rq, struct lst_run *r, const char *relpath,
+                       const struct lk_scan_opts *so, const char *inm)
+{
+	struct lc_iter it;
+	struct lk_entry *b;
+	size_t n;
+
+	if (lcache_open(&it, relpath, so) != 1 || it.end - it.i > LST_CACHE_WHOLE)
+		return false;
+	fsd_log(LOG_DEBUG, "listing of %s from the cache", r->urlpath);
+	/* (struct statx is large: not on the fibril's stack) */
+	b = malloc(64 * sizeof *b);
+	int rc = b ? begin(r) : -ENOMEM;
+	while (rc == 0 && (n = lcache_next(&it, b, 64)) > 0)
+		rc = lst_run_feed(r, b, n);
+	free(b);
+	if (rc < 0)
+		fsd_req_error(rq, 500);
+	else
+		respond_whole(rq, r, inm);
+	return true;
+}
+
 /* Renders from the open scan until the listing ends or, without
  * If-None-Match or a page, LST_FIRST_BYTES of output are ready (*stream
  * set: the rest follows from the loop); with If-None-Match past
@@ -183,6 +204,8 @@ static int first_window(struct lst_run *r, const char *inm, bool *stream)
 			proto_buf_free(&r->out);
 		}
 	}
+	if (rc == 0)
+		lst_run_scanned(r);
 	return rc < 0 ? rc : 0;
 }
 
@@ -252,6 +275,37 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 	}
 	if (!run_start(rq, &r, dir, urlpath, relpath, root, scanpath, cfg))
 		return 0;
+	struct lk_scan_opts so;
+	struct lst_key key;
+	lst_run_scan_opts(&r, cfg, NULL, &so);
+	for (int tries = 0;; tries++) {
+		/* An unchanged directory listed lately: no scan, no place. */
+		if (from_cache(rq, &r, relpath, &so, inm)) {
+			close(dir->fd);
+			lst_run_free(&r);
+			return 0;
+		}
+		/* Watches set before the scan: a whole listing may be kept. */
+		int f = lcache_fill_start(dir->fd, relpath, &so, &r.fill);
+		if (f == LC_NONE)
+			break;
+		/* A filling listing stats after its watches; joining another
+		 * scan could bring stats older than a change already made. */
+		r.no_share = true;
+		if (f == LC_FILL || tries == 2)
+			break;
+		lcache_wait(relpath, &so, fibril_now_ns() +
+		            (uint64_t)fsd->conf.listing_queue_timeout * 1000000000ull);
+	}
+	lst_run_scan_opts(&r, cfg, NULL, &so);
+	lst_key_make(&key, dir, &so);
+	/* May wait in the queue (503 + Retry-After when it gives up). */
+	r.slot = lst_slot_take(rq, &key, urlpath);
+	if (!r.slot) {
+		close(dir->fd);
+		lst_run_free(&r);
+		return 0;
+	}
 	if (!inm && !r.p.q.limit && dir->stx.stx_size >= LST_EARLY_DIR_BYTES) {
 		/* A large directory: the status, headers and prologue leave
 		 * now; its names are read and sorted by the stream. The scan

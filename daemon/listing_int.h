@@ -11,6 +11,8 @@
  *   listing_params.c  the query, Accept and Accept-Encoding.
  *   listing_queue.c   places in max_listings, the queue of listings
  *                     waiting for one.
+ *   lcache.c          the listing cache (lcache.h), used by the hook,
+ *                     the run (fills) and the stream.
  * Rows are rendered by proto/listing.h.
  *   listing_gzip.c    streaming gzip (zlib).
  *   listing_etag.c    the listing validator.
@@ -127,6 +129,8 @@ struct lst_run {
 	bool more;                /* an entry exists past p.limit */
 	char *cursor;             /* name of the page's last entry (limit reached) */
 	struct lst_slot *slot;    /* its place in max_listings, until the scan ends */
+	struct lc_dir *fill;      /* the listing cache's entry being filled (lcache.h) */
+	bool no_share;            /* a scan of its own (LK_SCAN_NO_SHARE) */
 };
 
 /* The scan's options for @r's parameters and @cfg (sort, window,
@@ -137,6 +141,8 @@ void lst_run_scan_opts(struct lst_run *r, const struct conf_listing *cfg,
 /* Opens the deferred scan (the stream's first read, on the loop
  * thread: lk_scan_open never parks). 0 or -errno. */
 int lst_run_open(struct lst_run *r);
+/* The scan delivered its last entry: the cache's fill is complete. */
+void lst_run_scanned(struct lst_run *r);
 /* Renders and hashes a batch. 0 or -ENOMEM. */
 int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n);
 /* The end of the listing: tail, then the compressor's end. */

@@ -69,7 +69,7 @@ void lst_key_make(struct lst_key *k, const struct lk_file *dir,
 		.sort = (unsigned)o->sort,
 		.flags = o->flags,
 		/* Unsorted scans stream and are never shared. */
-		.shared = o->sort != LK_SORT_NONE,
+		.shared = o->sort != LK_SORT_NONE && !(o->flags & LK_SCAN_NO_SHARE),
 	};
 }
 

@@ -8,6 +8,7 @@
  */
 
 #include "daemon/listing_int.h"
+#include "daemon/lcache.h"
 #include "daemon/log.h"
 
 #include <errno.h>
@@ -35,6 +36,7 @@ int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n)
 {
 	struct proto_buf *b = r->p.gzip ? &r->raw : &r->out;
 
+	lcache_fill_add(r->fill, e, n);
 	for (size_t i = 0; i < n; i++) {
 		if (r->p.q.limit && r->count == r->p.q.limit) {
 			r->more = true;   /* the extra entry asked for: not shown */
@@ -77,6 +79,12 @@ int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n)
 		}
 	}
 	return 0;
+}
+
+void lst_run_scanned(struct lst_run *r)
+{
+	lcache_fill_end(r->fill, true);
+	r->fill = NULL;
 }
 
 int lst_run_pump(struct lst_run *r, int flush)
@@ -132,6 +140,7 @@ void lst_run_free(struct lst_run *r)
 	if (r->deferred)
 		close(r->dir.fd);
 	lst_slot_put(r->slot);
+	lcache_fill_end(r->fill, false);
 	lst_gz_end(&r->gz);
 	proto_buf_free(&r->raw);
 	proto_buf_free(&r->out);
@@ -169,6 +178,8 @@ void lst_run_scan_opts(struct lst_run *r, const struct conf_listing *cfg,
 		o->flags |= LK_SCAN_BACKGROUND;
 	if (r->p.q.dirs_first)
 		o->flags |= LK_SCAN_DIRS_FIRST;
+	if (r->no_share)
+		o->flags |= LK_SCAN_NO_SHARE;
 	/* order=asc is A-Z, smallest, oldest first. The engine orders
 	 * sizes and times largest/newest first (ls -S, ls -t), names A-Z;
 	 * LK_SCAN_DESC reverses that. */

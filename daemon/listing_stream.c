@@ -185,6 +185,7 @@ static void advance(struct lst_stream *s)
 			continue;
 		}
 		if (rc == 0) {
+			lst_run_scanned(&s->r);
 			finish(s);
 			break;
 		}

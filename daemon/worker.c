@@ -2,6 +2,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/fcache.h"
+#include "daemon/lcache.h"
 #include "daemon/listing.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -374,6 +375,7 @@ static void worker_teardown(struct fsd_worker *w)
 	if (w->base)
 		event_base_free(w->base);
 	fsd_fcache_fini();
+	lcache_fini();
 	fibril_sched_fini();
 	fsd_log_flush_thread();
 }

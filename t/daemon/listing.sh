@@ -33,6 +33,8 @@ PY
 cat > "$T/c.conf" <<EOF
 [server]
 root = $D
+# scanned every time, streamed when large (the cache: lcache.sh)
+listing_cache_bytes = 0
 [listing]
 window = 128
 [dir "/private"]

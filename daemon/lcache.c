@@ -1,0 +1,599 @@
+#include "first.h"
+
+/*
+ * The listing cache (lcache.h): the entries of recently listed
+ * directories, kept correct by inotify like the small-file cache and
+ * sharing its watches (fcache_watch.c).
+ *
+ * Correctness: a directory is watched (names coming and going, its own
+ * attributes, and its entries' writes and attribute changes as they are
+ * reported through it) before its names are read for the fill, and each
+ * of those names then gets a watch on its own inode before the scan
+ * stats it: a file's size, mtime or mode changing through another name
+ * (a hard link elsewhere, made before or after the fill) is reported
+ * by that watch, which a watch on the directory alone would not see; a
+ * subdirectory's watch reports the entries that change its mtime and
+ * size. A name that appears after the names were read is a create event
+ * on the directory. Any event on any of these watches drops the entry,
+ * a fill hit by one is not kept, a queue overflow or a change to the
+ * mount table drops everything, and events are applied before every
+ * use. Not cached: directories on file systems whose changes inotify
+ * cannot see (lk_fs_local), listings with a symlink whose target would
+ * be shown (its target can change without any event here) or an entry
+ * whose stat failed, and directories with more entries than watches to
+ * spare.
+ */
+
+#include "daemon/lcache.h"
+#include "daemon/daemon.h"
+#include "daemon/fcache_int.h"
+#include "daemon/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fibril/fibril.h>
+
+/* Names watched between two yields of the fill (other requests run). */
+#define LC_YIELD 4096u
+
+struct lc_rec {
+	const char *name;
+	uint32_t namelen, mode;
+	uint64_t size;
+	int64_t mtime;
+	uint32_t mtime_nsec;
+};
+
+/* The orders kept: sort (4) x desc x dirs-first. */
+#define LC_NORDERS 16
+
+struct lc_dir {
+	struct lc_dir *hnext, *prev, *next;   /* table; LRU (head: newest) */
+	struct lc_dir *doomed_next;
+	char *key;                  /* flags, then relpath */
+	size_t bytes;
+	bool doomed, filling, bad;
+	unsigned long epoch;        /* fcw_epoch() when the fill began */
+	struct lc_dir *fnext;       /* fills in progress */
+	struct fibril_waitq waiters;/* listings waiting for the fill */
+	size_t nrec, caprec;
+	struct lc_rec *recs;        /* in name order once filled */
+	uint32_t *order[LC_NORDERS];
+	char *names;                /* arena */
+	size_t names_len, names_cap;
+	struct fcw_dep ddep;        /* the directory */
+	size_t ndeps;
+	struct fcw_dep *deps;       /* its entries */
+};
+
+struct lc_state {
+	struct lc_dir *head, *tail; /* LRU of filled entries */
+	struct lc_dir **bucket;
+	size_t nbuckets, n, bytes;
+	struct lc_dir *doomed;
+	unsigned long epoch;
+	bool off;
+};
+
+static __thread struct lc_state *lc;
+static __thread struct lc_dir *fills;
+
+static size_t hash_key(const char *k)
+{
+	size_t h = 1469598103934665603ull;
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211ull;
+	return h;
+}
+
+static char *make_key(const char *relpath, unsigned flags)
+{
+	size_t n = strlen(relpath);
+	char *k = malloc(n + 12);
+
+	if (k) {
+		k[0] = (char)('A' + (flags & (LK_SCAN_DOTFILES | LK_SCAN_NO_LINKS)));
+		memcpy(k + 1, relpath, n + 1);
+	}
+	return k;
+}
+
+static void dir_free(struct lc_dir *d)
+{
+	fcw_unwatch(&d->ddep);
+	for (size_t i = 0; i < d->ndeps; i++)
+		fcw_unwatch(&d->deps[i]);
+	for (size_t i = 0; i < LC_NORDERS; i++)
+		free(d->order[i]);
+	free(d->deps);
+	free(d->recs);
+	free(d->names);
+	free(d->key);
+	free(d);
+}
+
+static void unlink_dir(struct lc_dir *d)
+{
+	struct lc_dir **pp = &lc->bucket[hash_key(d->key) & (lc->nbuckets - 1)];
+
+	for (; *pp; pp = &(*pp)->hnext)
+		if (*pp == d) {
+			*pp = d->hnext;
+			break;
+		}
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		lc->head = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	else
+		lc->tail = d->prev;
+	lc->n--;
+	lc->bytes -= d->bytes;
+}
+
+static void drop(struct lc_dir *d)
+{
+	unlink_dir(d);
+	dir_free(d);
+}
+
+static void fire(struct fcw_dep *dep)
+{
+	struct lc_dir *d = dep->owner;
+
+	if (d->filling) {
+		d->bad = true;          /* the fill's end throws it away */
+		return;
+	}
+	if (!d->doomed) {
+		d->doomed = true;
+		d->doomed_next = lc->doomed;
+		lc->doomed = d;
+	}
+}
+
+static void drop_all(void)
+{
+	while (lc->head)
+		drop(lc->head);
+}
+
+/* Applies the events reported since the last sync. */
+static void sync_events(void)
+{
+	int all = fcw_sync(false);
+	struct lc_dir *d;
+
+	while ((d = lc->doomed)) {
+		lc->doomed = d->doomed_next;
+		drop(d);
+	}
+	if (all || lc->epoch != fcw_epoch())
+		drop_all();
+	lc->epoch = fcw_epoch();
+}
+
+/* fcache_watches, or half of what the kernel lets this user watch,
+ * shared by the workers (as the small-file cache counts). */
+unsigned fsd_lcache_watch_budget(void)
+{
+	unsigned long max = 8192;
+	unsigned workers = fsd->conf.workers ? fsd->conf.workers : 1;
+	FILE *f;
+
+	if (fsd->conf.fcache_watches)
+		return fsd->conf.fcache_watches;
+	if ((f = fopen("/proc/sys/fs/inotify/max_user_watches", "re"))) {
+		if (fscanf(f, "%lu", &max) != 1)
+			max = 8192;
+		fclose(f);
+	}
+	max = max / 2 / workers;
+	return max < 1 ? 1 : max > (1u << 20) ? (1u << 20) : (unsigned)max;
+}
+
+static bool enabled(void)
+{
+	if (lc)
+		return !lc->off;
+	lc = calloc(1, sizeof *lc);
+	if (!lc)
+		return false;
+	lc->off = true;
+	if (!fsd->conf.listing_cache_bytes || !fsd->lkroot ||
+	    lk_fs_local(fsd->rootfd) != 1)
+		return false;
+	lc->nbuckets = 256;
+	lc->bucket = calloc(lc->nbuckets, sizeof *lc->bucket);
+	if (!lc->bucket)
+		return false;
+	/* The small-file cache set the budget if it runs first. */
+	if (fcw_init(fsd_lcache_watch_budget(), NULL) < 0)
+		return false;
+	lc->epoch = fcw_epoch();
+	lc->off = false;
+	return true;
+}
+
+void lcache_fini(void)
+{
+	if (!lc)
+		return;
+	if (!lc->off) {
+		drop_all();
+		fcw_fini();
+	}
+	free(lc->bucket);
+	free(lc);
+	lc = NULL;
+}
+
+static struct lc_dir *find(const char *key)
+{
+	for (struct lc_dir *d = lc->bucket[hash_key(key) & (lc->nbuckets - 1)]; d; d = d->hnext)
+		if (!strcmp(d->key, key))
+			return d;
+	return NULL;
+}
+
+/* ---- the orders ---- */
+
+static __thread unsigned cmp_flags, cmp_sort;
+
+static int rec_cmp(const struct lc_rec *a, const struct lc_rec *b)
+{
+	/* lookup_sort.c's order: the grouping outside the reversal. */
+	if (cmp_flags & LK_SCAN_DIRS_FIRST) {
+		bool da = S_ISDIR(a->mode), db = S_ISDIR(b->mode);
+		if (da != db)
+			return da ? -1 : 1;
+	}
+	int c = 0;
+	if (cmp_sort == LK_SORT_SIZE)
+		c = a->size < b->size ? 1 : a->size > b->size ? -1 : 0;
+	else if (cmp_sort == LK_SORT_MTIME)
+		c = a->mtime < b->mtime ? 1 : a->mtime > b->mtime ? -1
+			: a->mtime_nsec < b->mtime_nsec ? 1
+			: a->mtime_nsec > b->mtime_nsec ? -1 : 0;
+	if (!c)
+		c = strcmp(a->name, b->name);
+	return (cmp_flags & LK_SCAN_DESC) ? -c : c;
+}
+
+static __thread const struct lc_rec *cmp_recs;
+
+static int idx_cmp(const void *a, const void *b)
+{
+	return rec_cmp(&cmp_recs[*(const uint32_t *)a], &cmp_recs[*(const uint32_t *)b]);
+}
+
+static int rec_qcmp(const void *a, const void *b)
+{
+	return rec_cmp(a, b);
+}
+
+/* The positions of @d's records in the order of @so; NULL for name
+ * order ascending (the records' own) or out of memory (*fail). */
+static const uint32_t *order_of(struct lc_dir *d, const struct lk_scan_opts *so, bool *fail)
+{
+	unsigned fl = so->flags & (LK_SCAN_DESC | LK_SCAN_DIRS_FIRST);
+	unsigned sort = so->sort == LK_SORT_NONE ? LK_SORT_NAME : (unsigned)so->sort;
+	size_t i = (size_t)sort * 4 + (fl & LK_SCAN_DESC ? 2 : 0) + (fl & LK_SCAN_DIRS_FIRST ? 1 : 0);
+
+	*fail = false;
+	if (sort == LK_SORT_NAME && !fl)
+		return NULL;
+	if (!d->order[i]) {
+		uint32_t *o = malloc(d->nrec * sizeof *o + 1);
+		if (!o) {
+			*fail = true;
+			return NULL;
+		}
+		for (size_t k = 0; k < d->nrec; k++)
+			o[k] = (uint32_t)k;
+		cmp_flags = fl;
+		cmp_sort = sort;
+		cmp_recs = d->recs;
+		qsort(o, d->nrec, sizeof *o, idx_cmp);
+		d->order[i] = o;
+		d->bytes += d->nrec * sizeof *o;
+		lc->bytes += d->nrec * sizeof *o;
+	}
+	return d->order[i];
+}
+
+static void evict(void)
+{
+	while (lc->bytes > fsd->conf.listing_cache_bytes && lc->tail)
+		drop(lc->tail);
+}
+
+int lcache_open(struct lc_iter *it, const char *relpath, const struct lk_scan_opts *so)
+{
+	if (!enabled() || (so->after && (so->sort != LK_SORT_NAME ||
+	                                 (so->flags & LK_SCAN_DIRS_FIRST))))
+		return 0;
+	sync_events();
+	char *key = make_key(relpath, so->flags);
+	struct lc_dir *d = key ? find(key) : NULL;
+	free(key);
+	if (!d)
+		return 0;
+	bool fail;
+	const uint32_t *o = order_of(d, so, &fail);
+	if (fail)
+		return 0;
+	/* the newest use first */
+	if (d != lc->head) {
+		d->prev->next = d->next;
+		if (d->next)
+			d->next->prev = d->prev;
+		else
+			lc->tail = d->prev;
+		d->prev = NULL;
+		d->next = lc->head;
+		lc->head->prev = d;
+		lc->head = d;
+	}
+	size_t start = 0, end = d->nrec;
+	if (so->after) {
+		/* strictly after the cursor in name order (either way) */
+		bool desc = so->flags & LK_SCAN_DESC;
+		size_t lo = 0, hi = d->nrec;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			int c = strcmp(d->recs[o ? o[mid] : mid].name, so->after);
+			if (desc)
+				c = -c;
+			if (c <= 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		start = lo;
+	}
+	if (so->limit && end - start > so->limit)
+		end = start + so->limit;
+	*it = (struct lc_iter){ .d = d, .o = o, .i = start, .end = end };
+	/* (a new order counted: the bound holds after the listing) */
+	return 1;
+}
+
+size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max)
+{
+	size_t n = 0;
+
+	for (; n < max && it->i < it->end; n++, it->i++) {
+		const struct lc_rec *c = &it->d->recs[it->o ? it->o[it->i] : it->i];
+		memset(&b[n], 0, sizeof b[n]);
+		b[n].name = c->name;
+		b[n].namelen = c->namelen;
+		b[n].stx.stx_mode = (uint16_t)c->mode;
+		b[n].stx.stx_size = c->size;
+		b[n].stx.stx_mtime.tv_sec = c->mtime;
+		b[n].stx.stx_mtime.tv_nsec = c->mtime_nsec;
+	}
+	if (!n)
+		evict();
+	return n;
+}
+
+/* ---- filling ---- */
+
+/* Watches every name of the directory open as @fd (itself watched
+ * already), before the scan stats them. 0, or -errno (the fill is
+ * given up). */
+static int watch_names(struct lc_dir *d, int fd)
+{
+	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *de;
+	size_t n = 0;
+	int rc = 0;
+
+	if (!dir) {
+		rc = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return rc;
+	}
+	/* Counted first: the dependencies are linked into the watches'
+	 * lists and must not move. */
+	while ((de = readdir(dir)))
+		n++;
+	if (n > fsd_lcache_watch_budget()) {
+		closedir(dir);
+		return -ENOSPC;
+	}
+	d->deps = calloc(n ? n : 1, sizeof *d->deps);
+	if (!d->deps) {
+		closedir(dir);
+		return -ENOMEM;
+	}
+	rewinddir(dir);
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (d->ndeps == n) {
+			rc = -EAGAIN;   /* it grew: the directory's watch says so */
+			break;
+		}
+		struct fcw_dep *dep = &d->deps[d->ndeps];
+		*dep = (struct fcw_dep){ .owner = d, .fire = fire };
+		int w = fcw_watch_entry(fd, de->d_name, dep);
+		if (w == -ENOENT)
+			continue;       /* gone: the directory's watch says so */
+		if (w < 0) {
+			rc = w;
+			break;
+		}
+		d->ndeps++;
+		if (d->ndeps % LC_YIELD == 0)
+			fibril_yield();
+	}
+	closedir(dir);
+	return rc;
+}
+
+/* A fill of @key in progress that nothing has changed under yet. */
+static struct lc_dir *clean_fill(const char *key)
+{
+	for (struct lc_dir *d = fills; d; d = d->fnext)
+		if (!d->bad && d->epoch == fcw_epoch() && !strcmp(d->key, key))
+			return d;
+	return NULL;
+}
+
+static void fill_release(struct lc_dir *d)
+{
+	for (struct lc_dir **pp = &fills; *pp; pp = &(*pp)->fnext)
+		if (*pp == d) {
+			*pp = d->fnext;
+			break;
+		}
+	fibril_waitq_wake_all(&d->waiters);
+}
+
+int lcache_fill_start(int dirfd, const char *relpath, const struct lk_scan_opts *so,
+                      struct lc_dir **out)
+{
+	*out = NULL;
+	if (!enabled())
+		return LC_NONE;
+	char *key = make_key(relpath, so->flags);
+	if (!key)
+		return LC_NONE;
+	sync_events();
+	struct lc_dir *d = find(key);
+	/* (inotify sees only the changes this kernel makes) */
+	if (d || clean_fill(key) || so->after || so->limit || lk_fs_local(dirfd) != 1) {
+		int r = !d && clean_fill(key) ? LC_BUSY : LC_NONE;
+		free(key);
+		return r;
+	}
+	d = calloc(1, sizeof *d);
+	if (!d) {
+		free(key);
+		return LC_NONE;
+	}
+	d->key = key;
+	d->filling = true;
+	d->epoch = fcw_epoch();
+	d->fnext = fills;
+	fills = d;
+	/* The directory first: a name created while the others are watched
+	 * is an event on it. */
+	d->ddep = (struct fcw_dep){ .owner = d, .fire = fire };
+	if (fcw_watch_listing(dirfd, &d->ddep) < 0 || watch_names(d, dirfd) < 0) {
+		fill_release(d);
+		dir_free(d);
+		return LC_NONE;
+	}
+	*out = d;
+	return LC_FILL;
+}
+
+void lcache_wait(const char *relpath, const struct lk_scan_opts *so, uint64_t deadline_ns)
+{
+	char *key = make_key(relpath, so->flags);
+	struct lc_dir *d = key ? clean_fill(key) : NULL;
+
+	free(key);
+	if (d)
+		fibril_waitq_wait(&d->waiters, deadline_ns);
+}
+
+void lcache_fill_add(struct lc_dir *d, const struct lk_entry *e, size_t n)
+{
+	if (!d || d->bad)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		/* A shown link target can change without an event here. */
+		if (e[i].err || e[i].link || (S_ISLNK(e[i].stx.stx_mode) && e[i].target_mode)) {
+			d->bad = true;
+			return;
+		}
+		if (d->nrec == d->caprec) {
+			size_t cap = d->caprec ? d->caprec * 2 : 64;
+			struct lc_rec *v = realloc(d->recs, cap * sizeof *v);
+			if (!v) {
+				d->bad = true;
+				return;
+			}
+			d->recs = v;
+			d->caprec = cap;
+		}
+		if (d->names_len + e[i].namelen + 1 > d->names_cap) {
+			size_t cap = d->names_cap ? d->names_cap * 2 : 4096;
+			while (cap < d->names_len + e[i].namelen + 1)
+				cap *= 2;
+			char *v = realloc(d->names, cap);
+			if (!v) {
+				d->bad = true;
+				return;
+			}
+			d->names = v;
+			d->names_cap = cap;
+		}
+		memcpy(d->names + d->names_len, e[i].name, e[i].namelen + 1);
+		/* (offsets until the end: the arena moves while it grows) */
+		d->recs[d->nrec++] = (struct lc_rec){
+			.name = (const char *)(uintptr_t)d->names_len,
+			.namelen = (uint32_t)e[i].namelen,
+			.mode = e[i].stx.stx_mode,
+			.size = e[i].stx.stx_size,
+			.mtime = e[i].stx.stx_mtime.tv_sec,
+			.mtime_nsec = e[i].stx.stx_mtime.tv_nsec,
+		};
+		d->names_len += e[i].namelen + 1;
+	}
+}
+
+void lcache_fill_end(struct lc_dir *d, bool complete)
+{
+	if (!d)
+		return;
+	fill_release(d);
+	/* The events up to now: one that hit the fill marks it bad. */
+	if (complete && !d->bad)
+		sync_events();
+	/* (events lost to an overflow, or a mount: it may be stale) */
+	if (!complete || d->bad || d->epoch != fcw_epoch() || find(d->key)) {
+		dir_free(d);
+		return;
+	}
+	for (size_t i = 0; i < d->nrec; i++)
+		d->recs[i].name = d->names + (uintptr_t)d->recs[i].name;
+	/* Records in name order, whatever order the scan had. */
+	cmp_flags = 0;
+	cmp_sort = LK_SORT_NAME;
+	qsort(d->recs, d->nrec, sizeof *d->recs, rec_qcmp);
+	d->filling = false;
+	d->bytes = sizeof *d + strlen(d->key) + d->caprec * sizeof *d->recs +
+	           d->names_cap + d->ndeps * (sizeof *d->deps + 48);
+	if (d->bytes > fsd->conf.listing_cache_bytes) {
+		dir_free(d);
+		return;
+	}
+	size_t h = hash_key(d->key) & (lc->nbuckets - 1);
+	d->hnext = lc->bucket[h];
+	lc->bucket[h] = d;
+	d->next = lc->head;
+	if (lc->head)
+		lc->head->prev = d;
+	lc->head = d;
+	if (!lc->tail)
+		lc->tail = d;
+	lc->n++;
+	lc->bytes += d->bytes;
+	evict();
+}

@@ -1,0 +1,58 @@
+/*
+ * The listing cache: per worker, the entries (names, types, sizes,
+ * mtimes, modes) of recently listed directories, so that a listing of
+ * an unchanged directory, in any format, order or page, is rendered
+ * from memory without a stat. Kept correct by inotify (lcache.c says
+ * how) and bounded by listing_cache_bytes per worker (least recently
+ * used directories go first). Thread-local; everything runs on the
+ * worker's thread.
+ */
+#ifndef FSD_LCACHE_H
+#define FSD_LCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <stdint.h>
+
+#include <fibril/lookup.h>
+
+struct lc_dir;
+
+/* A walk over a cached listing (no parking while it lasts). */
+struct lc_iter {
+	struct lc_dir *d;
+	const uint32_t *o;
+	size_t i, end;
+};
+/* Starts a walk over the cached entries of @relpath in the order, page
+ * (after, limit) and flags of @so. 1 when cached, else 0. Never parks. */
+int lcache_open(struct lc_iter *it, const char *relpath, const struct lk_scan_opts *so);
+/* Up to @max entries into @b; 0 at the end. */
+size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max);
+
+enum { LC_NONE = 0, LC_FILL = 1, LC_BUSY = 2 };
+/* On the request fibril, before the scan of the directory open as
+ * @dirfd with @so opens. LC_FILL: the directory and its names are
+ * watched, *out is the fill, and the scan must be the listing's own
+ * (LK_SCAN_NO_SHARE: a running scan may have stat'ed before the
+ * watches). LC_BUSY: another listing is filling it and nothing changed
+ * since: lcache_wait(), then look in the cache again. LC_NONE: not to
+ * be cached (a page, cache off, out of watches...). May yield. */
+int lcache_fill_start(int dirfd, const char *relpath, const struct lk_scan_opts *so,
+                      struct lc_dir **out);
+/* Parks until the fill lcache_fill_start() reported ends (or
+ * @deadline_ns, CLOCK_MONOTONIC). */
+void lcache_wait(const char *relpath, const struct lk_scan_opts *so, uint64_t deadline_ns);
+/* The entries the scan delivered, in any order. */
+void lcache_fill_add(struct lc_dir *d, const struct lk_entry *e, size_t n);
+/* The scan ended (@complete: all of it was delivered) or was given
+ * up: the fill becomes an entry if nothing changed meanwhile. */
+void lcache_fill_end(struct lc_dir *d, bool complete);
+
+/* At the worker's teardown. */
+void lcache_fini(void);
+/* The inotify watches the caches of a worker may hold. */
+unsigned fsd_lcache_watch_budget(void);
+
+#endif

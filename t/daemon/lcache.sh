@@ -1,0 +1,122 @@
+# The listing cache: a repeated listing of an unchanged directory comes
+# from memory, in any format and order, and no listing is ever stale:
+# entries added, removed, renamed, written in place, chmod'ed, a file
+# changed through a hard link outside the directory (made before or
+# after the listing was cached), a subdirectory's mtime, and a writer
+# racing the listings.
+. "$top_srcdir/t/daemon/lib.sh"
+
+LCK=$top_srcdir/t/daemon/lcache_check.py
+D=$T/root
+fixture() {
+	rm -rf "$D" "$T/outside"
+	mkdir -p "$D/d/sub" "$T/outside"
+	for i in 1 2 3 4 5; do printf '%s\n' "$i" > "$D/d/f$i"; done
+	ln "$D/d/f5" "$T/outside/f5-link"      # a hard link made before the fill
+}
+
+# hits: how many listings of /d/ came from the cache so far
+hits() { grep -c 'listing of /d/ from the cache' "$T/err.log"; }
+# the error log is written once a second: waits (at most 5 s) for
+# $1 hits, then prints the count
+hits_reach() {
+	local i
+	for i in $(seq 1 50); do
+		[ "$(hits)" -ge "$1" ] && break
+		sleep 0.1
+	done
+	hits
+}
+fresh() { python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d"; }
+
+ORDERS='sort=name sort=size sort=size&order=desc sort=mtime sort=name&order=desc
+sort=size&dirsfirst=1 sort=name&dirsfirst=1&order=desc limit=2 limit=2&after=f2
+limit=2&after=f3&order=desc format=json format=html'
+# bodies NAME: every order's body and ETag into $T/NAME
+bodies() {
+	local by
+	: > "$T/$1"
+	for by in $ORDERS; do
+		echo "== $by" >> "$T/$1"
+		curl -s -D "$T/h" "$URL/d/?format=ndjson&$by" >> "$T/$1"
+		grep -i '^etag' "$T/h" >> "$T/$1"
+	done
+}
+
+checks() {
+	fixture
+	# The orders of a scan, without the cache...
+	printf '[server]\nroot = %s\nlisting_cache_bytes = 0\n' "$D" > "$T/c.conf"
+	start_daemon -c "$T/c.conf"
+	bodies scanned
+	stop_daemon
+
+	printf '[server]\nroot = %s\nlog_level = debug\nerror_log = %s\n' "$D" "$T/err.log" > "$T/c.conf"
+	: > "$T/err.log"
+	start_daemon -c "$T/c.conf"
+	check_match "first listing" '^ok 6$' "$(fresh)"
+	local n
+	sleep 1.5
+	check "the first listing scanned" 0 "$(hits)"
+	check_match "repeat" '^ok 6$' "$(fresh)"
+	# (a mount or unmount anywhere on the machine empties the cache:
+	# other programs' mounts may make a repeat scan again)
+	local try
+	for try in 1 2 3 4; do
+		[ "$(hits_reach 1)" -ge 1 ] && break
+		fresh > /dev/null
+		fresh > /dev/null
+	done
+	check "a repeat came from the cache" yes "$([ "$(hits_reach 1)" -ge 1 ] && echo yes)"
+	# ... are the orders of the cache, byte for byte, ETags included.
+	# (the orders are asked again until all of them came from it)
+	n=$(echo $ORDERS | wc -w)
+	local h0 got=
+	for try in 1 2 3; do
+		h0=$(hits)
+		bodies cached
+		got=$(( $(hits_reach $((h0 + n))) - h0 ))
+		[ "$got" = "$n" ] && break
+	done
+	check "the repeats came from the cache" "$n" "$got"
+	check "every order, page and format from the cache is the scan's" "" \
+		"$(diff "$T/scanned" "$T/cached")"
+
+	echo new > "$D/d/f6"
+	check_match "entry added" '^ok 7$' "$(fresh)"
+	fresh > /dev/null
+	rm "$D/d/f6"
+	check_match "entry removed" '^ok 6$' "$(fresh)"
+	fresh > /dev/null
+	mv "$D/d/f4" "$D/d/f4b"
+	check_match "entry renamed" '^ok 6$' "$(fresh)"
+	fresh > /dev/null
+	printf 'longer now\n' >> "$D/d/f1"
+	check_match "written in place (size, mtime)" '^ok 6$' "$(fresh)"
+	fresh > /dev/null
+	printf 'x' | dd of="$D/d/f2" bs=1 seek=0 conv=notrunc status=none
+	check_match "overwritten in place (mtime only)" '^ok 6$' "$(fresh)"
+	fresh > /dev/null
+	chmod 600 "$D/d/f3"
+	check_match "chmod" '^ok 6$' "$(fresh)"
+	fresh > /dev/null
+	printf 'through the other name\n' >> "$T/outside/f5-link"
+	check_match "written through a hard link outside" '^ok 6$' "$(fresh)"
+	fresh > /dev/null
+	ln "$D/d/f1" "$T/outside/f1-link"        # linked after the fill...
+	printf 'more\n' >> "$T/outside/f1-link"  # ... and written there
+	check_match "linked after the fill, written through the link" '^ok 6$' "$(fresh)"
+	fresh > /dev/null
+	sleep 0.01
+	touch "$D/d/sub/new-inside"
+	check_match "a subdirectory's mtime" '^ok 6$' "$(fresh)"
+	fresh > /dev/null
+	touch -d '2001-01-01' "$D/d/sub"
+	check_match "a subdirectory's mtime set" '^ok 6$' "$(fresh)"
+
+	check_match "a writer racing the listings: never stale" '^ok [0-9]+ changes' \
+		"$(python3 "$LCK" race "$URL/d/?format=ndjson" "$D/d" 4)"
+	stop_daemon
+}
+
+run_backends checks

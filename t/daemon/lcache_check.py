@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Checks of the listing cache (t/daemon/lcache.sh): a listing must
+describe the directory as it is now (names, modes, sizes, mtimes).
+
+  fresh URL DIR
+      GET URL (an NDJSON listing); prints "ok N" when every entry of DIR
+      (dotfiles hidden) is listed with its lstat's mode, size and mtime,
+      and nothing else, else what differs (exit 1).
+  race URL DIR SECONDS
+      For SECONDS: one change to DIR or its entries (create, delete,
+      rename, write in place, chmod, a write through a hard link outside
+      DIR, an entry made in a subdirectory), then the listing, which
+      must already show it; meanwhile a second client lists DIR without
+      pause, so that fills and hits race with the changes. Prints
+      "ok N changes" or the first stale listing (exit 1).
+"""
+import json
+import os
+import random
+import sys
+import threading
+import time
+import urllib.request
+
+
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.read()
+
+
+def truth(d):
+    out = {}
+    for name in os.listdir(d):
+        if name.startswith("."):
+            continue
+        try:
+            st = os.lstat(os.path.join(d, name))
+        except FileNotFoundError:
+            continue
+        out[name] = (st.st_mode, st.st_size, st.st_mtime_ns // 10**9,
+                     st.st_mtime_ns % 10**9)
+    return out
+
+
+def listed(url):
+    out = {}
+    for line in fetch(url).decode().splitlines():
+        e = json.loads(line)
+        if "name" not in e:
+            continue
+        out[e["name"]] = (e.get("mode"), e.get("size"), e.get("mtime"),
+                          e.get("mtime_ns"))
+    return out
+
+
+def diff(url, d):
+    want, got = truth(d), listed(url)
+    if want == got:
+        return None
+    lines = []
+    for n in sorted(set(want) | set(got)):
+        if want.get(n) != got.get(n):
+            lines.append("%s: want %s, listed %s" % (n, want.get(n), got.get(n)))
+    return "\n".join(lines)
+
+
+def fresh(url, d):
+    bad = diff(url, d)
+    if bad:
+        print(bad)
+        return 1
+    print("ok %d" % len(truth(d)))
+    return 0
+
+
+def race(url, d, secs):
+    stop = threading.Event()
+    errors = []
+    outside = os.path.join(os.path.dirname(os.path.abspath(d)), "race-outside")
+    os.makedirs(outside, exist_ok=True)
+    for x in os.listdir(outside):
+        os.unlink(os.path.join(outside, x))
+
+    def hammer():
+        while not stop.is_set():
+            try:
+                fetch(url)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(repr(e))
+                return
+
+    t = threading.Thread(target=hammer)
+    t.start()
+    rnd = random.Random(7)
+    n = 0
+    end = time.monotonic() + secs
+    bad = None
+    try:
+        while time.monotonic() < end:
+            names = sorted(x for x in os.listdir(d) if x.startswith("r"))
+            op = rnd.randrange(8)
+            if op == 0 or not names:
+                open(os.path.join(d, "r%05d" % rnd.randrange(100000)), "w").close()
+            elif op == 1:
+                os.unlink(os.path.join(d, rnd.choice(names)))
+            elif op == 2:
+                os.rename(os.path.join(d, rnd.choice(names)),
+                          os.path.join(d, "r%05d" % rnd.randrange(100000)))
+            elif op == 3:
+                with open(os.path.join(d, rnd.choice(names)), "a") as f:
+                    f.write("x" * rnd.randrange(1, 50))
+            elif op == 4:
+                os.chmod(os.path.join(d, rnd.choice(names)), 0o600 + rnd.randrange(0o100))
+            elif op == 5:
+                # a hard link outside, written through that name only
+                src = os.path.join(d, rnd.choice(names))
+                ln = os.path.join(outside, "l%d" % n)
+                os.link(src, ln)
+                with open(ln, "a") as f:
+                    f.write("y")
+            elif op == 6:
+                # an older link, written again (its inode may be listed)
+                links = os.listdir(outside)
+                if links:
+                    with open(os.path.join(outside, rnd.choice(links)), "a") as f:
+                        f.write("z")
+            else:
+                sub = os.path.join(d, "sub")
+                os.makedirs(sub, exist_ok=True)
+                open(os.path.join(sub, "e%d" % n), "w").close()
+            n += 1
+            bad = diff(url, d)
+            if bad:
+                break
+    finally:
+        stop.set()
+        t.join()
+    if bad:
+        print("stale after change %d:\n%s" % (n, bad))
+        return 1
+    if errors:
+        print("second client failed: %s" % errors[0])
+        return 1
+    print("ok %d changes" % n)
+    return 0
+
+
+def main():
+    cmd = sys.argv[1]
+    if cmd == "fresh":
+        return fresh(sys.argv[2], sys.argv[3])
+    if cmd == "race":
+        return race(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    print("unknown command", cmd)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
