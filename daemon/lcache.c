@@ -410,7 +410,8 @@ static int watch_names(struct lc_dir *d, int fd)
 	 * lists and must not move. */
 	while ((de = readdir(dir)))
 		n++;
-	if (n > fsd_lcache_watch_budget()) {
+	/* (an entry costs its record, name and watch: ~160 bytes) */
+	if (n > fsd_lcache_watch_budget() || n * 160 > fsd->conf.listing_cache_bytes) {
 		closedir(dir);
 		return -ENOSPC;
 	}
