@@ -220,25 +220,6 @@ static void sync_events(bool force)
 	fc->epoch = fcw_epoch();
 }
 
-/* fcache_watches, or half of what the kernel lets this user watch,
- * shared by the workers (other programs of the same user need some). */
-static unsigned watch_budget(void)
-{
-	unsigned long max = 8192;
-	unsigned workers = fsd->conf.workers ? fsd->conf.workers : 1;
-	FILE *f;
-
-	if (fsd->conf.fcache_watches)
-		return fsd->conf.fcache_watches;
-	if ((f = fopen("/proc/sys/fs/inotify/max_user_watches", "re"))) {
-		if (fscanf(f, "%lu", &max) != 1)
-			max = 8192;
-		fclose(f);
-	}
-	max = max / 2 / workers;
-	return max < 1 ? 1 : max > (1u << 20) ? (1u << 20) : (unsigned)max;
-}
-
 int fsd_fcache_init(void)
 {
 	const char *env = getenv("FSD_FCACHE");
@@ -266,7 +247,7 @@ int fsd_fcache_init(void)
 	while (fc->nbuckets < fsd->conf.fcache_entries)
 		fc->nbuckets *= 2;
 	fc->bucket = calloc(fc->nbuckets, sizeof *fc->bucket);
-	fc->budget = watch_budget();
+	fc->budget = fcw_default_budget();
 	int r = fc->bucket ? fcw_init(fc->budget, fire) : -ENOMEM;
 	if (r < 0) {
 		log_once("inotify or the mount table", -r);

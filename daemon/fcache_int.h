@@ -67,6 +67,11 @@ int fcw_sync(bool force);
 /* Watches held now. */
 unsigned fcw_count(void);
 
+/* The watches a worker's caches may hold: fcache_watches, or half of
+ * what the kernel lets this user watch, shared by the workers (other
+ * programs of the same user need some). */
+unsigned fcw_default_budget(void);
+
 /* Counts the times fcw_sync() returned 1: a cache that did not make
  * that call itself drops everything when it sees this change. */
 unsigned long fcw_epoch(void);

@@ -207,6 +207,23 @@ unsigned fcw_count(void)
 	return ws ? ws->n : 0;
 }
 
+unsigned fcw_default_budget(void)
+{
+	unsigned long max = 8192;
+	unsigned workers = fsd->conf.workers ? fsd->conf.workers : 1;
+	FILE *f;
+
+	if (fsd->conf.fcache_watches)
+		return fsd->conf.fcache_watches;
+	if ((f = fopen("/proc/sys/fs/inotify/max_user_watches", "re"))) {
+		if (fscanf(f, "%lu", &max) != 1)
+			max = 8192;
+		fclose(f);
+	}
+	max = max / 2 / workers;
+	return max < 1 ? 1 : max > (1u << 20) ? (1u << 20) : (unsigned)max;
+}
+
 unsigned long fcw_epoch(void)
 {
 	return ws ? ws->epoch : 0;

@@ -32,7 +32,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -182,25 +181,6 @@ static void sync_events(void)
 	lc->epoch = fcw_epoch();
 }
 
-/* fcache_watches, or half of what the kernel lets this user watch,
- * shared by the workers (as the small-file cache counts). */
-unsigned fsd_lcache_watch_budget(void)
-{
-	unsigned long max = 8192;
-	unsigned workers = fsd->conf.workers ? fsd->conf.workers : 1;
-	FILE *f;
-
-	if (fsd->conf.fcache_watches)
-		return fsd->conf.fcache_watches;
-	if ((f = fopen("/proc/sys/fs/inotify/max_user_watches", "re"))) {
-		if (fscanf(f, "%lu", &max) != 1)
-			max = 8192;
-		fclose(f);
-	}
-	max = max / 2 / workers;
-	return max < 1 ? 1 : max > (1u << 20) ? (1u << 20) : (unsigned)max;
-}
-
 static bool enabled(void)
 {
 	if (lc)
@@ -217,7 +197,7 @@ static bool enabled(void)
 	if (!lc->bucket)
 		return false;
 	/* The small-file cache set the budget if it runs first. */
-	if (fcw_init(fsd_lcache_watch_budget(), NULL) < 0)
+	if (fcw_init(fcw_default_budget(), NULL) < 0)
 		return false;
 	lc->epoch = fcw_epoch();
 	lc->off = false;
@@ -411,7 +391,7 @@ static int watch_names(struct lc_dir *d, int fd)
 	while ((de = readdir(dir)))
 		n++;
 	/* (an entry costs its record, name and watch: ~160 bytes) */
-	if (n > fsd_lcache_watch_budget() || n * 160 > fsd->conf.listing_cache_bytes) {
+	if (n > fcw_default_budget() || n * 160 > fsd->conf.listing_cache_bytes) {
 		closedir(dir);
 		return -ENOSPC;
 	}

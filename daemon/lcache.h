@@ -52,7 +52,5 @@ void lcache_fill_end(struct lc_dir *d, bool complete);
 
 /* At the worker's teardown. */
 void lcache_fini(void);
-/* The inotify watches the caches of a worker may hold. */
-unsigned fsd_lcache_watch_budget(void);
 
 #endif
