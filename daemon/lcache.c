@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,7 +57,7 @@ struct lc_rec {
 struct lc_dir {
 	struct lc_dir *hnext, *prev, *next;   /* table; LRU (head: newest) */
 	struct lc_dir *doomed_next;
-	char *key;                  /* flags, then relpath */
+	char *key;                  /* flags, device, inode */
 	size_t bytes;
 	bool doomed, filling, bad;
 	unsigned long epoch;        /* fcw_epoch() when the fill began */
@@ -92,15 +93,15 @@ static size_t hash_key(const char *k)
 	return h;
 }
 
-static char *make_key(const char *relpath, unsigned flags)
+/* The directory itself, not its path: a path that leads elsewhere
+ * later (a parent renamed, a directory replaced) finds nothing. */
+static char *make_key(const struct statx *d, unsigned flags)
 {
-	size_t n = strlen(relpath);
-	char *k = malloc(n + 12);
+	char *k = malloc(64);
 
-	if (k) {
-		k[0] = (char)('A' + (flags & (LK_SCAN_DOTFILES | LK_SCAN_NO_LINKS)));
-		memcpy(k + 1, relpath, n + 1);
-	}
+	if (k)
+		snprintf(k, 64, "%u:%x:%x:%llx", flags & (LK_SCAN_DOTFILES | LK_SCAN_NO_LINKS),
+		         d->stx_dev_major, d->stx_dev_minor, (unsigned long long)d->stx_ino);
 	return k;
 }
 
@@ -297,13 +298,13 @@ static void evict(void)
 		drop(lc->tail);
 }
 
-int lcache_open(struct lc_iter *it, const char *relpath, const struct lk_scan_opts *so)
+int lcache_open(struct lc_iter *it, const struct statx *dir, const struct lk_scan_opts *so)
 {
 	if (!enabled() || (so->after && (so->sort != LK_SORT_NAME ||
 	                                 (so->flags & LK_SCAN_DIRS_FIRST))))
 		return 0;
 	sync_events();
-	char *key = make_key(relpath, so->flags);
+	char *key = make_key(dir, so->flags);
 	struct lc_dir *d = key ? find(key) : NULL;
 	free(key);
 	if (!d)
@@ -444,13 +445,13 @@ static void fill_release(struct lc_dir *d)
 	fibril_waitq_wake_all(&d->waiters);
 }
 
-int lcache_fill_start(int dirfd, const char *relpath, const struct lk_scan_opts *so,
+int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
                       struct lc_dir **out)
 {
 	*out = NULL;
 	if (!enabled())
 		return LC_NONE;
-	char *key = make_key(relpath, so->flags);
+	char *key = make_key(dir, so->flags);
 	if (!key)
 		return LC_NONE;
 	sync_events();
@@ -483,9 +484,9 @@ int lcache_fill_start(int dirfd, const char *relpath, const struct lk_scan_opts 
 	return LC_FILL;
 }
 
-void lcache_wait(const char *relpath, const struct lk_scan_opts *so, uint64_t deadline_ns)
+void lcache_wait(const struct statx *dir, const struct lk_scan_opts *so, uint64_t deadline_ns)
 {
-	char *key = make_key(relpath, so->flags);
+	char *key = make_key(dir, so->flags);
 	struct lc_dir *d = key ? clean_fill(key) : NULL;
 
 	free(key);

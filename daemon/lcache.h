@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <fibril/lookup.h>
 
@@ -25,25 +26,26 @@ struct lc_iter {
 	const uint32_t *o;
 	size_t i, end;
 };
-/* Starts a walk over the cached entries of @relpath in the order, page
+/* Starts a walk over the cached entries of the directory @dir (its
+ * statx: the cache knows directories, not paths) in the order, page
  * (after, limit) and flags of @so. 1 when cached, else 0. Never parks. */
-int lcache_open(struct lc_iter *it, const char *relpath, const struct lk_scan_opts *so);
+int lcache_open(struct lc_iter *it, const struct statx *dir, const struct lk_scan_opts *so);
 /* Up to @max entries into @b; 0 at the end. */
 size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max);
 
 enum { LC_NONE = 0, LC_FILL = 1, LC_BUSY = 2 };
 /* On the request fibril, before the scan of the directory open as
- * @dirfd with @so opens. LC_FILL: the directory and its names are
+ * @dirfd (@dir its statx) with @so opens. LC_FILL: the directory and its names are
  * watched, *out is the fill, and the scan must be the listing's own
  * (LK_SCAN_NO_SHARE: a running scan may have stat'ed before the
  * watches). LC_BUSY: another listing is filling it and nothing changed
  * since: lcache_wait(), then look in the cache again. LC_NONE: not to
  * be cached (a page, cache off, out of watches...). May yield. */
-int lcache_fill_start(int dirfd, const char *relpath, const struct lk_scan_opts *so,
+int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
                       struct lc_dir **out);
 /* Parks until the fill lcache_fill_start() reported ends (or
  * @deadline_ns, CLOCK_MONOTONIC). */
-void lcache_wait(const char *relpath, const struct lk_scan_opts *so, uint64_t deadline_ns);
+void lcache_wait(const struct statx *dir, const struct lk_scan_opts *so, uint64_t deadline_ns);
 /* The entries the scan delivered, in any order. */
 void lcache_fill_add(struct lc_dir *d, const struct lk_entry *e, size_t n);
 /* The scan ended (@complete: all of it was delivered) or was given

@@ -155,14 +155,14 @@ static int begin(struct lst_run *r)
 }
 
 /* Answers from the listing cache: true when answered. */
-static bool from_cache(struct fsd_req *rq, struct lst_run *r, const char *relpath,
+static bool from_cache(struct fsd_req *rq, struct lst_run *r, const struct statx *dir,
                        const struct lk_scan_opts *so, const char *inm)
 {
 	struct lc_iter it;
 	struct lk_entry *b;
 	size_t n;
 
-	if (lcache_open(&it, relpath, so) != 1 || it.end - it.i > LST_CACHE_WHOLE)
+	if (lcache_open(&it, dir, so) != 1 || it.end - it.i > LST_CACHE_WHOLE)
 		return false;
 	fsd_log(LOG_DEBUG, "listing of %s from the cache", r->urlpath);
 	/* (struct statx is large: not on the fibril's stack) */
@@ -280,13 +280,13 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 	lst_run_scan_opts(&r, cfg, NULL, &so);
 	for (int tries = 0;; tries++) {
 		/* An unchanged directory listed lately: no scan, no place. */
-		if (from_cache(rq, &r, relpath, &so, inm)) {
+		if (from_cache(rq, &r, &dir->stx, &so, inm)) {
 			close(dir->fd);
 			lst_run_free(&r);
 			return 0;
 		}
 		/* Watches set before the scan: a whole listing may be kept. */
-		int f = lcache_fill_start(dir->fd, relpath, &so, &r.fill);
+		int f = lcache_fill_start(dir->fd, &dir->stx, &so, &r.fill);
 		if (f == LC_NONE)
 			break;
 		/* A filling listing stats after its watches; joining another
@@ -294,7 +294,7 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		r.no_share = true;
 		if (f == LC_FILL || tries == 2)
 			break;
-		lcache_wait(relpath, &so, fibril_now_ns() +
+		lcache_wait(&dir->stx, &so, fibril_now_ns() +
 		            (uint64_t)fsd->conf.listing_queue_timeout * 1000000000ull);
 	}
 	lst_run_scan_opts(&r, cfg, NULL, &so);

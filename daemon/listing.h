@@ -30,8 +30,9 @@
  * (listing disabled or not supported); dir->fd is then still closed by
  * the hook.
  *
- * The per-worker count of listings in progress is rq->w->listings
- * (bounded by fsd->conf.max_listings: answer 503 with Retry-After beyond).
+ * The per-worker count of scans in progress is rq->w->listings, bounded
+ * by fsd->conf.max_listings (listing_queue.c: identical listings share
+ * one place; beyond it they queue, then 503 with Retry-After).
  */
 #ifndef FSD_LISTING_H
 #define FSD_LISTING_H

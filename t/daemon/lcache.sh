@@ -114,6 +114,18 @@ checks() {
 	touch -d '2001-01-01' "$D/d/sub"
 	check_match "a subdirectory's mtime set" '^ok 6$' "$(fresh)"
 
+	# A path that leads to another directory later (a parent renamed,
+	# the path made again): the cache knows directories, not paths.
+	mkdir -p "$D/p/d"
+	echo a > "$D/p/d/old"
+	python3 "$LCK" fresh "$URL/p/d/?format=ndjson" "$D/p/d" > /dev/null
+	python3 "$LCK" fresh "$URL/p/d/?format=ndjson" "$D/p/d" > /dev/null
+	mv "$D/p" "$D/p.old"
+	mkdir -p "$D/p/d"
+	echo b > "$D/p/d/new"
+	check_match "a parent renamed, the path made again" '^ok 1$' \
+		"$(python3 "$LCK" fresh "$URL/p/d/?format=ndjson" "$D/p/d")"
+
 	check_match "a writer racing the listings: never stale" '^ok [0-9]+ changes' \
 		"$(python3 "$LCK" race "$URL/d/?format=ndjson" "$D/d" 4)"
 	stop_daemon
