@@ -17,8 +17,8 @@
  * on the directory. Any event on any of these watches drops the entry,
  * a fill hit by one is not kept, a queue overflow or a change to the
  * mount table drops everything, and events are applied before every
- * use. Not cached: directories on file systems whose changes inotify
- * cannot see (lk_fs_local), listings with a symlink whose target would
+ * use. Not cached: directories off the root's file system, or all of
+ * them when inotify cannot see its changes (lk_fs_local), listings with a symlink whose target would
  * be shown (its target can change without any event here) or an entry
  * whose stat failed, and directories with more entries than watches to
  * spare.
@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fibril/fibril.h>
@@ -79,6 +80,7 @@ struct lc_state {
 	size_t nbuckets, n, bytes;
 	struct lc_dir *doomed;
 	unsigned long epoch;
+	dev_t root_dev;             /* the only file system cached */
 	bool off;
 };
 
@@ -190,9 +192,11 @@ static bool enabled(void)
 	if (!lc)
 		return false;
 	lc->off = true;
+	struct stat st;
 	if (!fsd->conf.listing_cache_bytes || !fsd->lkroot ||
-	    lk_fs_local(fsd->rootfd) != 1)
+	    lk_fs_local(fsd->rootfd) != 1 || fstat(fsd->rootfd, &st) < 0)
 		return false;
+	lc->root_dev = st.st_dev;
 	lc->nbuckets = 256;
 	lc->bucket = calloc(lc->nbuckets, sizeof *lc->bucket);
 	if (!lc->bucket)
@@ -456,8 +460,11 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 		return LC_NONE;
 	sync_events();
 	struct lc_dir *d = find(key);
-	/* (inotify sees only the changes this kernel makes) */
-	if (d || clean_fill(key) || so->after || so->limit || lk_fs_local(dirfd) != 1) {
+	/* Only on the root's file system, known to be local (inotify sees
+	 * only the changes this kernel makes): asking another one (a FUSE
+	 * or NFS mount beneath the root) would block the worker. */
+	if (d || clean_fill(key) || so->after || so->limit ||
+	    makedev(dir->stx_dev_major, dir->stx_dev_minor) != lc->root_dev) {
 		int r = !d && clean_fill(key) ? LC_BUSY : LC_NONE;
 		free(key);
 		return r;
