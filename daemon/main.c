@@ -352,27 +352,25 @@ static int run(const struct fsd_args *a, const sigset_t *set)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Everything after the command line; main() frees what parse_args()
+ * allocated whichever way this returns. */
+static int serve(const struct fsd_args *a)
 {
-	struct fsd_args a = { 0 };
 	struct conf *c;
 	int errors, st;
 
-	st = parse_args(argc, argv, &a);
-	if (st >= 0)
-		return st;
-	cur = fsd_server_new(&a, false, &errors);
+	cur = fsd_server_new(a, false, &errors);
 	if (!cur || errors) {
-		if (errors > 0 && a.test)
+		if (errors > 0 && a->test)
 			fprintf(stderr, "fileserverd: configuration has %d error%s\n",
 			        errors, errors > 1 ? "s" : "");
 		return 1;
 	}
 	fsd = cur;
 	c = &cur->conf;
-	if (a.test) {
+	if (a->test) {
 		printf("fileserverd: configuration %s is valid\n",
-		       a.config ? a.config : "(defaults)");
+		       a->config ? a->config : "(defaults)");
 		return 0;
 	}
 
@@ -384,7 +382,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	/* What needs root later (a reload's new low port or log, key
 	 * files) goes through a helper forked before any thread. */
-	if (fsd_priv_start(a.config, a.listen, (size_t)a.nlisten, c) < 0)
+	if (fsd_priv_start(a->config, a->listen, (size_t)a->nlisten, c) < 0)
 		return 1;
 	/* Logs are opened while still privileged (like the sockets), so
 	 * they may live in a root-owned directory. */
@@ -415,9 +413,19 @@ int main(int argc, char **argv)
 	        PACKAGE_VERSION, c->workers, c->workers > 1 ? "s" : "", c->root);
 	fsd_notify_status("READY=1", "serving %s with %u worker%s", c->root,
 	                  c->workers, c->workers > 1 ? "s" : "");
-	st = run(&a, &set);
+	st = run(a, &set);
 	fsd_log_close();
 	free(draining);
+	return st;
+}
+
+int main(int argc, char **argv)
+{
+	struct fsd_args a = { 0 };
+	int st = parse_args(argc, argv, &a);
+
+	if (st < 0)
+		st = serve(&a);
 	free(a.listen);
 	return st;
 }
