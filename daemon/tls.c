@@ -47,8 +47,10 @@ static char *tls_read(struct tls_check *ck, const char *key, const char *path,
 	struct stat st;
 	char *buf = NULL;
 	size_t got = 0;
-	/* directly, or after privileges are gone through the root helper */
-	int fd = fsd_priv_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* directly, or after privileges are gone through the root helper;
+	 * non-blocking, so that a FIFO named by mistake is refused below
+	 * instead of holding start-up or a reload until a writer comes */
+	int fd = fsd_priv_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0) {
 		tls_report(ck, key, path, strerror(-fd));

@@ -199,7 +199,7 @@ conf_errors() {
 	conf_t() {   # lines of [server] after root: fileserverd -t's output
 		printf '[server]\nroot = %s\n' "$D" > "$T/e.conf"
 		printf '%s\n' "$@" >> "$T/e.conf"
-		"$FSD" -t -c "$T/e.conf" 2>&1
+		timeout 10 "$FSD" -t -c "$T/e.conf" 2>&1
 	}
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl")
 	check_match "ssl without certificate: file:line" \
@@ -221,6 +221,12 @@ conf_errors() {
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" "ssl_certificate_key = $T/b.key")
 	check_match "key of another certificate" \
 		"e\.conf: ssl_certificate_key $T/b\.key: does not match ssl_certificate $T/a\.crt" "$out"
+	# a FIFO nobody writes to: refused at once, not waited on
+	mkfifo "$T/key.fifo"
+	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" \
+		"ssl_certificate_key = $T/key.fifo")
+	check_match "key file a FIFO: not a regular file" \
+		"e\.conf: ssl_certificate_key $T/key\.fifo: not a regular file" "$out"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" "ssl_certificate_key = $T/a.key")
 	check_match "good pair: valid" "configuration $T/e\.conf is valid" "$out"
 	# at start-up: the same message, exit 1, nothing served
