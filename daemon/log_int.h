@@ -42,4 +42,11 @@ int lo_trust_for(struct lo_trust *t, const char *user, const char *group,
  *  descriptor or -errno; @msg then says why (without the path). */
 int lo_open(const char *path, const struct lo_trust *t, char msg[LO_MSG]);
 
+/** Opens @path with @flags (read-only ones: the root helper's reads of
+ *  files the configuration names) following a symbolic link, the last
+ *  component included, only where root made it in a directory only root
+ *  may write, so that the service user cannot point the path elsewhere.
+ *  Returns the descriptor or -errno; @msg then says why. */
+int lo_open_read(const char *path, int flags, char msg[LO_MSG]);
+
 #endif

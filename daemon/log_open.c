@@ -287,3 +287,76 @@ out:
 	close(dfd);
 	return r;
 }
+
+/* A link at the end of @cur (@lfd, O_PATH, named @name in @dfd, whose
+ * path is @dir): @cur becomes its target, under lo_follow()'s rule. */
+static int lo_next(char cur[PATH_MAX], const char *dir, int dfd, int lfd,
+                   const struct stat *st, const char *name, char msg[LO_MSG])
+{
+	char rest[LO_REST];
+	size_t n;
+	int r = lo_follow(lfd, st, dfd, name, "", rest, msg);
+
+	if (r < 0)
+		return r;
+	for (n = strlen(rest); n > 1 && rest[n - 1] == '/'; n--)
+		rest[n - 1] = 0;
+	r = rest[0] == '/' ? snprintf(cur, PATH_MAX, "%s", rest) :
+	    snprintf(cur, PATH_MAX, "%s/%s", dir, rest);
+	if (r < 0 || r >= PATH_MAX) {
+		snprintf(msg, LO_MSG, "symbolic link %s: path too long", name);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int lo_open_read(const char *path, int flags, char msg[LO_MSG])
+{
+	char cur[PATH_MAX], dir[PATH_MAX];
+
+	msg[0] = 0;
+	if (strlen(path) >= sizeof cur) {
+		snprintf(msg, LO_MSG, "path too long");
+		return -ENAMETOOLONG;
+	}
+	strcpy(cur, path);
+	for (int links = 0;; links++) {
+		const char *slash = strrchr(cur, '/'), *name = slash ? slash + 1 : cur;
+		size_t n = !slash ? 0 : slash == cur ? 1 : (size_t)(slash - cur);
+		struct stat st;
+		int dfd, fd, r;
+
+		if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+			snprintf(msg, LO_MSG, "not a file name");
+			return -EISDIR;
+		}
+		memcpy(dir, cur, n);
+		strcpy(dir + n, n ? "" : ".");
+		dfd = lo_walk(dir, msg);
+		if (dfd < 0)
+			return dfd;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode)) {
+			fd = links < LO_MAX_LINKS ?
+			     openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+			r = links >= LO_MAX_LINKS ? -ELOOP : fd < 0 ? -errno :
+			    lo_next(cur, dir, dfd, fd, &st, name, msg);
+			if (fd >= 0)
+				close(fd);
+			close(dfd);
+			if (r < 0) {
+				if (!msg[0])
+					snprintf(msg, LO_MSG, "%s", strerror(-r));
+				return r;
+			}
+			continue;
+		}
+		/* O_NOFOLLOW: a link put there since fstatat() fails here */
+		fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+		r = fd < 0 ? -errno : fd;
+		close(dfd);
+		if (r < 0)
+			snprintf(msg, LO_MSG, "%s", strerror(-r));
+		return r;
+	}
+}

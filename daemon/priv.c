@@ -157,12 +157,12 @@ static int priv_open(const struct priv_state *ps, const struct priv_req *rq,
 		snprintf(msg, LO_MSG, "not named in the configuration file");
 		return -EPERM;
 	}
-	/* Non-blocking: a FIFO or a device put there must not hang us. */
-	fd = open(rq->arg, rq->flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		snprintf(msg, LO_MSG, "%s", strerror(errno));
-		return -errno;
-	}
+	/* Non-blocking: a FIFO or a device put there must not hang us. The
+	 * name is the file's, but the service user may own a directory on
+	 * the way: links are followed only where root made them. */
+	fd = lo_open_read(rq->arg, rq->flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, msg);
+	if (fd < 0)
+		return fd;
 	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) ||
 	    ((rq->flags & O_DIRECTORY) && S_ISDIR(st.st_mode)))) {
 		snprintf(msg, LO_MSG, "not a regular file");

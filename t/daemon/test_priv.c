@@ -25,6 +25,7 @@
 #include "t/tmain.h"
 
 static char dir[64], cfg[128], key[128], other[128], fifo[128];
+static char svc[128], planted[160], rootlink[128];
 static int low, low2;
 
 static int write_file(const char *path, const char *text, mode_t mode)
@@ -165,8 +166,40 @@ START_TEST(follows_the_file)
 }
 END_TEST
 
+/* The configuration names a file in a directory the service user owns:
+ * that user must not make the helper open something else through a
+ * symbolic link put there; a link root made where only root writes
+ * (certbot's live/ → archive/) is followed. */
+START_TEST(follows_root_links_only)
+{
+	struct passwd *pw = getpwnam("nobody");
+	char buf[16] = "";
+	int fd;
+
+	ck_assert_ptr_nonnull(pw);
+	start_helper();
+	write_conf(rootlink);
+	fd = fsd_priv_open(rootlink, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, buf, sizeof buf - 1), 7);
+	ck_assert_str_eq(buf, "secret\n");
+	close(fd);
+
+	write_conf(planted);
+	ck_assert_int_eq(setgroups(1, &pw->pw_gid), 0);
+	ck_assert_int_eq(setgid(pw->pw_gid), 0);
+	ck_assert_int_eq(setuid(pw->pw_uid), 0);
+	ck_assert_int_eq(symlink(key, planted), 0);
+	ck_assert_int_eq(fsd_priv_open(planted, O_RDONLY), -ELOOP);
+	fsd_priv_stop();
+}
+END_TEST
+
 static void after(void)
 {
+	unlink(planted);
+	rmdir(svc);
+	unlink(rootlink);
 	unlink(cfg);
 	unlink(key);
 	unlink(other);
@@ -193,8 +226,13 @@ static int before(void)
 	snprintf(key, sizeof key, "%s/key.pem", dir);
 	snprintf(other, sizeof other, "%s/other.pem", dir);
 	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	snprintf(svc, sizeof svc, "%s/svc", dir);
+	snprintf(planted, sizeof planted, "%s/key.pem", svc);
+	snprintf(rootlink, sizeof rootlink, "%s/live.pem", dir);
 	if (write_file(key, "secret\n", 0600) < 0 ||
-	    write_file(other, "other\n", 0600) < 0 || mkfifo(fifo, 0600) < 0) {
+	    write_file(other, "other\n", 0600) < 0 || mkfifo(fifo, 0600) < 0 ||
+	    mkdir(svc, 0755) < 0 || chown(svc, getpwnam("nobody")->pw_uid, 0) < 0 ||
+	    symlink("key.pem", rootlink) < 0) {
 		after();
 		return 99;
 	}
@@ -204,7 +242,8 @@ static int before(void)
 static Suite *suite(void)
 {
 	const TTest *tests[] = { opens_what_the_file_names, refuses_the_rest,
-	                         binds_what_the_file_names, follows_the_file };
+	                         binds_what_the_file_names, follows_the_file,
+	                         follows_root_links_only };
 	return tmain_one_tcase("priv", tests, sizeof tests / sizeof *tests);
 }
 
