@@ -4,9 +4,12 @@
 #include "daemon/mime.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "proto/mime.h"
 
@@ -19,10 +22,28 @@ int fsd_mime_load(struct fsd_server *s, const char *path)
 
 	if (r < 0)
 		return r;
-	/* Main thread, before the server's workers run: a plain read. */
-	f = fopen(path, "re");
-	if (!f)
+	/* Main thread, before the server's workers run: a plain read, of a
+	 * regular file only (a FIFO would hold start-up or a reload, a
+	 * device such as /dev/zero would fill the memory). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0)
 		return -errno;
+	r = 0;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
 	for (;;) {
 		if (len + 65536 > cap) {
 			char *t = realloc(text, cap = cap ? cap * 2 : 262144);

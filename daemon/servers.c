@@ -132,7 +132,8 @@ struct fsd_server *fsd_server_new(const struct fsd_args *a, bool reload,
 	if (r == -ENOMEM)
 		goto fail;
 	if (r < 0 && config && strcmp(c->mime_types, "/etc/mime.types")) {
-		srv_report(reload, "%s: mime_types %s: cannot read", config, c->mime_types);
+		srv_report(reload, "%s: mime_types %s: %s", config, c->mime_types,
+		           r == -EINVAL ? "not a regular file" : strerror(-r));
 		++*errors;
 	}
 	return s;

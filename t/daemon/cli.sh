@@ -34,6 +34,15 @@ checks() {
 	out=$("$FSD" -t -r "$T/nonexistent-root" 2>&1); rc=$?
 	check "-t missing root exits 1" 1 "$rc"
 	"$FSD" -t -l "300.1.1.1:80" >/dev/null 2>&1; check "-t bad --listen exits 1" 1 "$?"
+	# mime_types a FIFO nobody writes to, or an endless device: refused
+	# at once, neither waited on nor read
+	mkfifo "$T/types.fifo"
+	for f in "$T/types.fifo" /dev/zero; do
+		printf '[server]\nroot = %s\nmime_types = %s\n' "$D" "$f" > "$T/mt.conf"
+		out=$(timeout 10 "$FSD" -t -c "$T/mt.conf" 2>&1); rc=$?
+		check "-t mime_types $f exits 1" 1 "$rc"
+		check_match "-t mime_types $f: says why" "mime_types $f: not a regular file" "$out"
+	done
 
 	rm -f "$T"/*.log "$T"/*.log.1
 	# a real configuration: two workers, access log, per-directory listing off
