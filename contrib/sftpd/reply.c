@@ -1,13 +1,12 @@
 /*
  * fsd-sftp: what every request's completion shares: status and
- * attribute replies, the connection's handle table, and the mapping of
- * a client's path to one beneath the root.
+ * attribute replies, and the mapping of a client's path to one beneath
+ * the root. Nothing here closes or owns a descriptor (handle.c and
+ * close.c do, and call in here).
  */
 #include "first.h"
 
-#include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "contrib/sftpd/sftpd.h"
 
@@ -41,89 +40,6 @@ void sftpd_put_attrs(struct sw_buf *w, const struct statx *stx)
 	sw_put_u32(w, stx->stx_mode);
 	sw_put_u32(w, (uint32_t)at);
 	sw_put_u32(w, (uint32_t)stx->stx_mtime.tv_sec);
-}
-
-/* ---- handles ---- */
-
-static int sftpd__handle_destructor(struct shandle *h)
-{
-	sftpd_close_fd(h->c->srv, h->fd);
-	return 0;
-}
-
-struct shandle *sftpd_handle_new(struct sconn *c, enum shandle_kind kind, int fd)
-{
-	for (uint32_t i = 0; i < SFTPD_MAX_HANDLES; i++) {
-		if (c->h[i])
-			continue;
-		struct shandle *h = talloc_zero(c, struct shandle);
-		if (!h)
-			return NULL;
-		h->c = c;
-		h->kind = kind;
-		h->slot = i;
-		h->gen = ++c->gen;
-		h->fd = fd;
-		talloc_set_destructor(h, sftpd__handle_destructor);
-		c->h[i] = h;
-		return h;
-	}
-	return NULL;
-}
-
-struct shandle *sftpd_handle_opened(struct tevent_req *req, struct sreq *r,
-                                    enum shandle_kind kind, struct lk_file *f)
-{
-	int rc = ftev_open_recv(req, f);
-
-	talloc_free(req);
-	if (rc < 0) {
-		sftpd_status_errno(r, -rc);
-		return NULL;
-	}
-	struct shandle *h = sftpd_handle_new(r->c, kind, f->fd);
-	if (!h) {
-		sftpd_close_fd(r->c->srv, f->fd);
-		sftpd_status(r, SSH_FX_FAILURE, "too many open handles");
-	}
-	return h;
-}
-
-void sftpd_put_handle(struct sw_buf *w, const struct shandle *h)
-{
-	uint8_t b[8] = {
-		(uint8_t)(h->slot >> 24), (uint8_t)(h->slot >> 16),
-		(uint8_t)(h->slot >> 8), (uint8_t)h->slot,
-		(uint8_t)(h->gen >> 24), (uint8_t)(h->gen >> 16),
-		(uint8_t)(h->gen >> 8), (uint8_t)h->gen,
-	};
-	sw_put_str(w, b, sizeof(b));
-}
-
-/* A handle of @kind (0: either) named by the next string, else NULL. */
-struct shandle *sftpd_handle_get(struct sconn *c, struct sw_reader *rd,
-                                 enum shandle_kind kind)
-{
-	uint32_t n;
-	const uint8_t *p = sw_str(rd, &n);
-
-	if (!p || n != 8)
-		return NULL;
-	struct sw_reader hr = { .p = p, .n = 8 };
-	uint32_t slot = sw_u32(&hr), gen = sw_u32(&hr);
-	if (slot >= SFTPD_MAX_HANDLES)
-		return NULL;
-	struct shandle *h = c->h[slot];
-	if (!h || h->gen != gen || h->closed || (kind && h->kind != kind))
-		return NULL;
-	return h;
-}
-
-/* An operation on @h ended; a closed handle goes once idle. */
-void sftpd_handle_release(struct shandle *h)
-{
-	if (--h->busy == 0 && h->closed)
-		talloc_free(h);
 }
 
 /* ---- paths ---- */

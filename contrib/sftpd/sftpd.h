@@ -115,6 +115,15 @@ void sftpd_dispatch(struct sconn *c, uint8_t type, struct sw_reader *rd);
 void sftpd_status(struct sreq *r, uint32_t code, const char *msg);
 void sftpd_status_errno(struct sreq *r, int err);
 void sftpd_put_attrs(struct sw_buf *w, const struct statx *stx);
+/** The path beneath the root for a client's path ("." for the root),
+ *  ".." resolved lexically and never above the root. */
+char *sftpd_relpath(TALLOC_CTX *mem, const char *path);
+
+/** The lookup options of a request on a path (credentials,
+ *  case-insensitive names), or NULL when there are none. */
+const struct lk_lookup_opts *sftpd_lopts(struct sreq *r, int oflags);
+
+/* handle.c */
 struct shandle *sftpd_handle_get(struct sconn *c, struct sw_reader *rd,
                                  enum shandle_kind kind);
 struct shandle *sftpd_handle_new(struct sconn *c, enum shandle_kind kind, int fd);
@@ -124,14 +133,7 @@ struct shandle *sftpd_handle_new(struct sconn *c, enum shandle_kind kind, int fd
 struct shandle *sftpd_handle_opened(struct tevent_req *req, struct sreq *r,
                                     enum shandle_kind kind, struct lk_file *f);
 void sftpd_put_handle(struct sw_buf *w, const struct shandle *h);
-/** The path beneath the root for a client's path ("." for the root),
- *  ".." resolved lexically and never above the root. */
-char *sftpd_relpath(TALLOC_CTX *mem, const char *path);
 void sftpd_handle_release(struct shandle *h);
-
-/** The lookup options of a request on a path (credentials,
- *  case-insensitive names), or NULL when there are none. */
-const struct lk_lookup_opts *sftpd_lopts(struct sreq *r, int oflags);
 
 /* close.c */
 /** Closes @fd (if >= 0) through the engine, never waiting on the loop. */
