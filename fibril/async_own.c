@@ -1,7 +1,8 @@
 /*
  * The engine's own calls, which no caller waits for: the directory
  * read-ahead of a readdir-then-stat loop (its policy: async_ahead.c) and
- * closes of descriptors on mounts where close may block (async_mnt.h).
+ * closes of descriptors on mounts where close may block (async_mnt.h;
+ * async_close_nowait() offers them to embedders).
  * Both complete through callbacks of their own; a call the backend never
  * ran (cancelled at destroy) is finished by its callback here.
  */
@@ -106,4 +107,9 @@ void async__close_fd(int fd)
 		async__uring_flush(e);
 	else
 		async__pool_flush(e);
+}
+
+void async_close_nowait(int fd)
+{
+	async__close_fd(fd);
 }

@@ -8,6 +8,12 @@
  * being opened). When the request goes away first, the operation is
  * cancelled and orphaned; its completion then closes a late fd and
  * frees it.
+ *
+ * An fd opened for nobody is closed through the engine
+ * (async_close_nowait), not on the loop: on FUSE, NFS or CIFS close(2)
+ * waits for the server's flush, and the loop would wait with it. The
+ * O_PATH fds of stats and readlinks are closed here: such a close sends
+ * the file system nothing.
  */
 #include "first.h"
 
@@ -215,7 +221,7 @@ static void ftev__finish(struct ftev__op *op, long res)
 
 	if (!req) {
 		if (op->f.fd >= 0)
-			close(op->f.fd);
+			async_close_nowait(op->f.fd);
 		talloc_free(op);
 		return;
 	}
@@ -228,7 +234,7 @@ static void ftev__finish(struct ftev__op *op, long res)
 		if (op->buf)
 			st->buf = talloc_steal(st, op->buf);
 	} else if (op->f.fd >= 0) {
-		close(op->f.fd);
+		async_close_nowait(op->f.fd);
 	}
 	bool in_send = op->in_send;
 	struct ftev *ft = op->ft;
@@ -355,7 +361,7 @@ static void ftev__cleanup_fn(struct tevent_req *req, enum tevent_req_state state
 		ftev__cancel(op);
 	}
 	if (st->f.fd >= 0) {
-		close(st->f.fd);
+		async_close_nowait(st->f.fd);
 		st->f.fd = -1;
 	}
 }

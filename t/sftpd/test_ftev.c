@@ -1,7 +1,8 @@
 /* libfibril-tevent (contrib/tevent): _send/_recv on a real tevent loop and
  * a real engine, on a local directory and on slowfs (t/slowfs, a FUSE
  * file system that delays every metadata op, so that operations are
- * surely pending when a request is freed or cancelled). The slowfs cases
+ * surely pending when a request is freed or cancelled, and a close of a
+ * file waits for its flush). The slowfs cases
  * are left out, with a note, when FUSE cannot be mounted here. */
 #include "first.h"
 
@@ -292,6 +293,40 @@ END_TEST
 
 /* ---- slowfs: operations surely pending ---- */
 
+/* The flushes slowfs was sent: one per close(2) of a file. */
+static unsigned long flushes(void)
+{
+	char p[400], line[128];
+	unsigned long n = 0;
+	snprintf(p, sizeof(p), "%s/.slowfs-stats", mnt);
+	FILE *f = fopen(p, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "flush %lu", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+START_TEST(unreceived_fd_closed_off_loop)
+{
+	int fds = count_fds(), done = 0;
+	unsigned long before = flushes();
+	struct tevent_req *req = ftev_open_send(NULL, ft, sroot, "f003", O_RDONLY, NULL);
+
+	tevent_req_set_callback(req, on_done, &done);
+	loop_until(&done);
+	unsigned inflight = async_engine_inflight(eng);
+	talloc_free(req);  /* opened, its fd never taken */
+	/* slowfs makes the flush of that close wait (--slow-close): the
+	 * engine has it, the loop thread does not wait for it. */
+	ck_assert_uint_eq(async_engine_inflight(eng), inflight + 1);
+	drain();
+	ck_assert_uint_eq(flushes(), before + 1);
+	ck_assert_int_eq(count_fds(), fds);
+}
+END_TEST
+
 START_TEST(free_before_completion)
 {
 	int fds = count_fds(), done = 0;
@@ -441,7 +476,8 @@ static void on_signal(int sig)
 	_exit(1);
 }
 
-/* slowfs with @delay_ms per op over 40 files and a symlink; 0 mounted. */
+/* slowfs with @delay_ms per op (close(2)'s flush too) over 40 files and
+ * a symlink; 0 mounted. */
 static int mount_slowfs(unsigned delay_ms)
 {
 	const char *src = getenv("top_srcdir");
@@ -459,7 +495,8 @@ static int mount_slowfs(unsigned delay_ms)
 	snprintf(p, sizeof(p), "%s/link", back);
 	if (symlink("f001", p) != 0)
 		return 1;
-	snprintf(cmd, sizeof(cmd), "sh '%s/t/slowfs/mount.sh' -o delay_ms=%u '%s' '%s'",
+	snprintf(cmd, sizeof(cmd),
+	         "sh '%s/t/slowfs/mount.sh' --slow-close -o delay_ms=%u '%s' '%s'",
 	         src, delay_ms, back, mnt);
 	FILE *f = popen(cmd, "r");
 	if (!f)
@@ -535,6 +572,7 @@ static Suite *suite(void)
 		tcase_add_test(sc, scan_free_next_then_resume);
 		tcase_add_test(sc, scan_freed_under_next);
 		tcase_add_test(sc, scan_cancel);
+		tcase_add_test(sc, unreceived_fd_closed_off_loop);
 		suite_add_tcase(s, sc);
 	}
 	return s;

@@ -152,6 +152,19 @@ FIBRIL_API int async_cancel(long cookie);
 /** Number of the caller's (fibril's, or thread's) calls in flight. */
 FIBRIL_API unsigned async_outstanding(void);
 
+/**
+ * Closes @fd without waiting and without a result: at once on a local
+ * file system (where a close costs nothing), else on a backend of the
+ * calling thread's engine, so that a network or FUSE file system's
+ * flush never holds the caller; the descriptor's number stays taken
+ * until then, and async_engine_destroy() waits for it. Without an
+ * engine on the thread, or while it is being destroyed, it is
+ * close(2). For descriptors that were only read: the error a close of
+ * a written file may report (a failed write-back) is lost here; submit
+ * ASYNC_CLOSE when it matters.
+ */
+FIBRIL_API void async_close_nowait(int fd);
+
 /* ---- engine: one per thread, and the common wait point ---- */
 
 typedef struct async_engine async_engine_t;
