@@ -52,7 +52,7 @@ checks() {
 
 	use b
 	reload
-	check_match "reload with new files: reloaded" "\] reloaded: " "$(cat "$T/daemon.err")"
+	check_log "reload with new files: reloaded" "$T/daemon.err" "\] reloaded: "
 	check "certificate b served after the reload" "localhost b" "$(served_cn)"
 	check "https with b" "over tls" "$(curl -s --cacert "$T/b.crt" "https://127.0.0.1:$SPORT/hi.txt")"
 	check "a no longer trusted" 60 \
@@ -61,10 +61,10 @@ checks() {
 	# a key of another certificate: refused, b still served
 	cp "$T/c.key" "$K/server.key"
 	reload
-	check_match "mismatched key: the reload says why" \
-		"\[error\] $T/c\.conf: ssl_certificate_key $K/server\.key: does not match" "$(cat "$T/daemon.err")"
-	check_match "mismatched key: previous configuration kept" \
-		"reload: the configuration has 1 error" "$(cat "$T/daemon.err")"
+	check_log "mismatched key: the reload says why" "$T/daemon.err" \
+		"\[error\] $T/c\.conf: ssl_certificate_key $K/server\.key: does not match"
+	check_log "mismatched key: previous configuration kept" "$T/daemon.err" \
+		"reload: the configuration has 1 error"
 	check "certificate b still served" "localhost b" "$(served_cn)"
 	check "still nobody" nobody "$(ps -o user= -p "$DPID" | tr -d ' ')"
 }

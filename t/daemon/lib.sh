@@ -148,6 +148,13 @@ wait_for() {
 	return 1
 }
 
+# check_log NAME FILE REGEX: a log of the running daemon comes to match
+# REGEX (within wait_for's bound; its writer is a thread of its own).
+check_log() {
+	wait_for "$2" "$3"
+	check_match "$1" "$3" "$(cat "$2" 2>/dev/null)"
+}
+
 # raw_status BYTES: the status code of the first response to BYTES.
 raw_status() {
 	raw "$1" | head -n1 | awk '{print $2}'

@@ -54,17 +54,16 @@ checks() {
 		"$(printf '%s\n' $r | grep -Ev '^(200|503):')"
 	check_match "connections beyond the limit refused with 503" '503:[0-9]+' "$r"
 	check_match "admitted connections served" '^200:[0-9]+' "$r"
-	check_match "connection limit sized from the open file limit" \
-		"max_connections lowered from 4096 to [0-9]+ per worker: open file limit 256" \
-		"$(cat "$T/err.log")"
-	check_match "refusals logged" "refused [0-9]+ connections? with 503" "$(cat "$T/err.log")"
+	check_log "connection limit sized from the open file limit" "$T/err.log" \
+		"max_connections lowered from 4096 to [0-9]+ per worker: open file limit 256"
+	check_log "refusals logged" "$T/err.log" "refused [0-9]+ connections? with 503"
 	check "still serving" 206 "$(code /big.bin -r 0-9)"
 	stop_daemon
 
 	# A soft limit below the hard one is raised.
 	limited 128:4096
 	start_daemon -c "$T/c.conf"
-	check_match "soft limit raised to the hard one" "open file limit 4096" "$(cat "$T/err.log")"
+	check_log "soft limit raised to the hard one" "$T/err.log" "open file limit 4096"
 	stop_daemon
 }
 

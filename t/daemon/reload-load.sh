@@ -58,6 +58,7 @@ checks() {
 	done
 	# (at the first count a probe's connection may still be open)
 	check "no descriptor leaked ($fd0 before, $fd1 after)" yes "$([ "$fd1" -le "$fd0" ] && echo yes)"
-	check "access log written" yes "$(grep -q 'GET /who.txt' "$T/access.log" && echo yes)"
+	if wait_for "$T/access.log" 'GET /who\.txt'; then ok "access log written"
+	else not_ok "access log written: no GET /who.txt in it"; fi
 }
 run_backends checks

@@ -59,8 +59,8 @@ checks() {
 
 	sed -i 's/^user = nobody/user = daemon/' "$T/c.conf"
 	reload
-	check_match "user change: warned" "\[warning\] .*user and group take effect at a restart" \
-		"$(cat "$T/daemon.err")"
+	check_log "user change: warned" "$T/daemon.err" \
+		"\[warning\] .*user and group take effect at a restart"
 	check "user change: still nobody" nobody "$(ps -o user= -p "$DPID" | tr -d ' ')"
 	check "user change: still serving" 200 "$(code /hi.txt)"
 }

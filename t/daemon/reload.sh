@@ -89,10 +89,10 @@ PY
 	# an error: reported with file and line, the old configuration serves
 	printf '[server]\nroot = %s\nlisten = 127.0.0.1:%s\n\nworkers = many\n' "$A" "$p1" > "$T/c.conf"
 	reload
-	check_match "broken file: file:line in the error log" \
-		"\[error\] $T/c.conf:5: workers: expected a number" "$(cat "$T/daemon.err")"
-	check_match "broken file: says the old one serves" \
-		"\[error\] reload: .*still serving with the previous one" "$(cat "$T/daemon.err")"
+	check_log "broken file: file:line in the error log" "$T/daemon.err" \
+		"\[error\] $T/c.conf:5: workers: expected a number"
+	check_log "broken file: says the old one serves" "$T/daemon.err" \
+		"\[error\] reload: .*still serving with the previous one"
 	check "broken file: old root still served" B "$(curl -s "$URL/who.txt")"
 	check "broken file: daemon runs" yes "$(kill -0 "$DPID" 2>/dev/null && echo yes)"
 
@@ -109,6 +109,6 @@ PY
 	done
 	check "dropped address refuses connections" 7 "$rc"
 	URL=http://127.0.0.1:$p2
-	check_match "new address logged" "listening on 127.0.0.1:$p2" "$(cat "$T/daemon.err")"
+	check_log "new address logged" "$T/daemon.err" "listening on 127.0.0.1:$p2"
 }
 run_backends checks

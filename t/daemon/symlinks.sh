@@ -227,8 +227,8 @@ reload_checks() {
 	check "reload: allow tree added" 200 "$(code /data/f.txt)"
 	conf beneath "allow = $W/file.txt"
 	reload
-	check_match "reload: a bad allow tree, file:line in the log" \
-		"\\[error\\] $T/fsd.conf:4: allow $W/file.txt: not a directory" "$(cat "$T/daemon.err")"
+	check_log "reload: a bad allow tree, file:line in the log" "$T/daemon.err" \
+		"\\[error\\] $T/fsd.conf:4: allow $W/file.txt: not a directory"
 	check "reload: the previous trees still serve" 200 "$(code /data/f.txt)"
 	conf never
 	reload
