@@ -175,6 +175,23 @@ static long covers(const char *dir, const char *path)
 	return (long)n;
 }
 
+/* Appends the component @c (@cl bytes) to the absolute path @h of @n
+ * bytes, lexically: "" and "." add nothing, ".." drops the last
+ * component (never the root). Returns the new length. */
+static size_t path_push(char *h, size_t n, const char *c, size_t cl)
+{
+	if (!cl || (cl == 1 && c[0] == '.'))
+		return n;
+	if (cl == 2 && c[0] == '.' && c[1] == '.') {
+		while (n > 0 && h[n - 1] != '/')
+			n--;
+		return n > 0 ? n - 1 : 0;
+	}
+	h[n++] = '/';
+	memcpy(h + n, c, cl);
+	return n + cl;
+}
+
 /*
  * The absolute path a symlink's target names, as far as its text tells:
  * @base (absolute, every component a directory, not a symlink: the
@@ -207,25 +224,17 @@ static char *target_abs(const char *base, size_t rootlen, const char *target,
 		while (*p && *p != '/')
 			p++;
 		size_t cl = (size_t)(p - c);
-		if (!cl || (cl == 1 && c[0] == '.'))
-			continue;
-		if (cl == 2 && c[0] == '.' && c[1] == '.') {
-			if (n > known) {
-				p = c;
-				break;
-			}
-			while (n > 0 && h[n - 1] != '/')
-				n--;
-			if (n > 0)
-				n--;
+		bool up = cl == 2 && c[0] == '.' && c[1] == '.';
+		if (up && n > known) {
+			p = c;
+			break;
+		}
+		n = path_push(h, n, c, cl);
+		if (up) {
 			known = n;
 			if (n < rootlen)
 				*left = true;
-			continue;
 		}
-		h[n++] = '/';
-		memcpy(h + n, c, cl);
-		n += cl;
 	}
 	h[n] = 0;
 	*raw = p;
@@ -249,18 +258,7 @@ static size_t dir_of(const char *path, char *out, size_t n)
 		size_t cl = (size_t)(p - c);
 		if (p < end)
 			p++;
-		if (!cl || (cl == 1 && c[0] == '.'))
-			continue;
-		if (cl == 2 && c[0] == '.' && c[1] == '.') {
-			while (n > 0 && out[n - 1] != '/')
-				n--;
-			if (n > 0)
-				n--;
-			continue;
-		}
-		out[n++] = '/';
-		memcpy(out + n, c, cl);
-		n += cl;
+		n = path_push(out, n, c, cl);
 	}
 	out[n] = 0;
 	return n;

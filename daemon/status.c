@@ -50,6 +50,19 @@ static int one(struct proto_buf *b, const char *name, const char *type,
 	       proto_buf_printf(b, "fileserverd_%s %llu\n", name, (unsigned long long)v);
 }
 
+/* One metric with a sample per value of one label: @names[i], @v[i]. */
+static int by_label(struct proto_buf *b, const char *name, const char *type,
+                    const char *help, const char *label,
+                    const char *const *names, const uint64_t *v, size_t n)
+{
+	int r = head(b, name, type, help);
+
+	for (size_t i = 0; i < n; i++)
+		r |= proto_buf_printf(b, "fileserverd_%s{%s=\"%s\"} %llu\n", name, label,
+		                      names[i], (unsigned long long)v[i]);
+	return r;
+}
+
 static int prom_requests(struct proto_buf *b, const struct fsd_m_sum *s)
 {
 	int r = head(b, "requests_total", "counter",
@@ -91,18 +104,12 @@ static int prom_conns(struct proto_buf *b, const struct fsd_m_sum *s)
 
 	r |= one(b, "connections_accepted_total", "counter",
 	         "Connections accepted and handed to the HTTP engine.", C(s, accepted));
-	r |= head(b, "limit_rejections_total", "counter",
-	          "503 answers and refused connections, by the limit reached.");
-	for (size_t i = 0; i < FSD_M_NLIMITS; i++)
-		r |= proto_buf_printf(b, "fileserverd_limit_rejections_total{limit=\"%s\"} %llu\n",
-		                      limit_names[i],
-		                      (unsigned long long)s->c[FSD_M_C(limited) + i]);
-	r |= head(b, "connections_closed_total", "counter",
-	          "Connections closed by the server on a deadline, by reason.");
-	for (size_t i = 0; i < FSD_M_NCLOSES; i++)
-		r |= proto_buf_printf(b, "fileserverd_connections_closed_total{reason=\"%s\"} %llu\n",
-		                      close_names[i],
-		                      (unsigned long long)s->c[FSD_M_C(closed) + i]);
+	r |= by_label(b, "limit_rejections_total", "counter",
+	              "503 answers and refused connections, by the limit reached.",
+	              "limit", limit_names, &s->c[FSD_M_C(limited)], FSD_M_NLIMITS);
+	r |= by_label(b, "connections_closed_total", "counter",
+	              "Connections closed by the server on a deadline, by reason.",
+	              "reason", close_names, &s->c[FSD_M_C(closed)], FSD_M_NCLOSES);
 	return r;
 }
 
@@ -110,14 +117,13 @@ static const char *const backend_names[2] = { "uring", "pool" };
 
 static int prom_async(struct proto_buf *b, const struct fsd_m_sum *s)
 {
-	int r = head(b, "async_submitted_total", "counter",
-	             "System calls submitted to the async engine, by the backend "
-	             "meant to run them.");
+	uint64_t submitted[2];
 
 	for (size_t k = 0; k < 2; k++)
-		r |= proto_buf_printf(b, "fileserverd_async_submitted_total{backend=\"%s\"} %llu\n",
-		                      backend_names[k], (unsigned long long)
-		                      (s->c[FSD_M_C(async_sync) + k] + s->c[FSD_M_C(async_async) + k]));
+		submitted[k] = s->c[FSD_M_C(async_sync) + k] + s->c[FSD_M_C(async_async) + k];
+	int r = by_label(b, "async_submitted_total", "counter",
+	                 "System calls submitted to the async engine, by the backend "
+	                 "meant to run them.", "backend", backend_names, submitted, 2);
 	r |= head(b, "async_calls_total", "counter",
 	          "System calls submitted, by backend and by completion: sync "
 	          "(inside the submitting call) or async (later, the fibril parked).");
@@ -129,22 +135,16 @@ static int prom_async(struct proto_buf *b, const struct fsd_m_sum *s)
 		                      (unsigned long long)s->c[FSD_M_C(async_sync) + k],
 		                      backend_names[k],
 		                      (unsigned long long)s->c[FSD_M_C(async_async) + k]);
-	r |= head(b, "async_sync_inline_total", "counter",
-	          "Of the sync ones, those done by a fast path that cannot block "
-	          "(the rest ran on the worker at the engine's limit).");
-	for (size_t k = 0; k < 2; k++)
-		r |= proto_buf_printf(b, "fileserverd_async_sync_inline_total{backend=\"%s\"} %llu\n",
-		                      backend_names[k],
-		                      (unsigned long long)s->c[FSD_M_C(async_inline) + k]);
+	r |= by_label(b, "async_sync_inline_total", "counter",
+	              "Of the sync ones, those done by a fast path that cannot block "
+	              "(the rest ran on the worker at the engine's limit).",
+	              "backend", backend_names, &s->c[FSD_M_C(async_inline)], 2);
 	r |= one(b, "async_calls_in_flight", "gauge",
 	         "Asynchronous system calls pending.", G(s, async_inflight));
-	r |= head(b, "async_queue_depth", "gauge",
-	          "Calls a backend holds: on io_uring in the kernel (io-wq included), "
-	          "on the pool queued or running.");
-	for (size_t k = 0; k < 2; k++)
-		r |= proto_buf_printf(b, "fileserverd_async_queue_depth{backend=\"%s\"} %llu\n",
-		                      backend_names[k],
-		                      (unsigned long long)s->g[FSD_M_G(async_depth) + k]);
+	r |= by_label(b, "async_queue_depth", "gauge",
+	              "Calls a backend holds: on io_uring in the kernel (io-wq included), "
+	              "on the pool queued or running.",
+	              "backend", backend_names, &s->g[FSD_M_G(async_depth)], 2);
 	return r;
 }
 
