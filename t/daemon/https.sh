@@ -34,18 +34,6 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# log_line PATTERN: the access-log line matching PATTERN (flushed once a second)
-log_line() {
-	local i
-	for i in $(seq 1 40); do
-		if grep -q -- "$1" "$T/access.log" 2>/dev/null; then
-			grep -- "$1" "$T/access.log" | tail -n1
-			return
-		fi
-		sleep 0.25
-	done
-}
-
 # Reads a large body over TLS, pauses after 1 MiB while the file is cut
 # to 2 MiB, then reads to the end: prints the body bytes received.
 cut_client() {

@@ -155,6 +155,26 @@ check_log() {
 	check_match "$1" "$3" "$(cat "$2" 2>/dev/null)"
 }
 
+# log_line PATTERN: the last line of $T/access.log matching PATTERN,
+# waiting (10 s at most) for the daemon's once-a-second flush.
+log_line() {
+	local i
+	for i in $(seq 1 40); do
+		if grep -q -- "$1" "$T/access.log" 2>/dev/null; then
+			grep -- "$1" "$T/access.log" | tail -n1
+			return
+		fi
+		sleep 0.25
+	done
+}
+
+# need_root_nobody: skips (77) unless run as root with a user nobody to
+# switch to.
+need_root_nobody() {
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+	id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody"; exit 77; }
+}
+
 # raw_status BYTES: the status code of the first response to BYTES.
 raw_status() {
 	raw "$1" | head -n1 | awk '{print $2}'

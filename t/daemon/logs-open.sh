@@ -6,8 +6,7 @@
 # the target is untouched. What is safe still starts.
 . "$top_srcdir/t/daemon/lib.sh"
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody"; exit 77; }
+need_root_nobody
 need setpriv mkfifo
 NOGROUP=$(id -gn nobody)
 as_nobody() { setpriv --reuid=nobody --regid="$NOGROUP" --clear-groups -- "$@"; }

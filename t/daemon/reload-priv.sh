@@ -5,8 +5,7 @@
 . "$top_srcdir/t/daemon/lib.sh"
 . "$top_srcdir/t/daemon/reload_lib.sh"
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody"; exit 77; }
+need_root_nobody
 
 chmod 755 "$T"
 D=$T/root

@@ -22,19 +22,6 @@ default_type = $LONGTYPE
 connection_timeout = 40
 EOF
 
-# log_line PATTERN: the access-log line matching PATTERN, waiting for the
-# daemon's once-a-second flush.
-log_line() {
-	local i
-	for i in $(seq 1 40); do
-		if grep -q -- "$1" "$T/access.log" 2>/dev/null; then
-			grep -- "$1" "$T/access.log" | tail -n1
-			return
-		fi
-		sleep 0.25
-	done
-}
-
 checks() {
 	: > "$T/access.log"
 	start_daemon -c "$T/c.conf"
