@@ -56,9 +56,12 @@ static void sftpd__close(struct sconn *c, const char *why)
 	talloc_free(c);
 }
 
-/* Returns false when the connection is gone. */
-static bool sftpd__write(struct sconn *c)
+/* Writes what is queued until done or the socket is full: 0, or the
+ * errno of a failed write. */
+static int sftpd__flush(struct sconn *c)
 {
+	int err = 0;
+
 	while (c->out.off < c->out.len) {
 		ssize_t n = write(c->wfd, c->out.b + c->out.off,
 		                  c->out.len - c->out.off);
@@ -67,9 +70,8 @@ static bool sftpd__write(struct sconn *c)
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n <= 0) {
-			sftpd__close(c, errno == EPIPE || errno == ECONNRESET ?
-			         NULL : strerror(errno));
-			return false;
+			err = n < 0 ? errno : EIO;
+			break;
 		}
 		c->out.off += (size_t)n;
 	}
@@ -77,6 +79,18 @@ static bool sftpd__write(struct sconn *c)
 		c->out.off = c->out.len = 0;
 	else if (c->out.off > c->out.cap / 2)
 		sw_compact(&c->out);
+	return err;
+}
+
+/* Returns false when the connection is gone. */
+static bool sftpd__write(struct sconn *c)
+{
+	int err = sftpd__flush(c);
+
+	if (err) {
+		sftpd__close(c, err == EPIPE || err == ECONNRESET ? NULL : strerror(err));
+		return false;
+	}
 	return true;
 }
 
@@ -91,19 +105,7 @@ static bool sftpd__write(struct sconn *c)
  */
 static void sftpd__write_now(struct sconn *c)
 {
-	while (c->out.off < c->out.len) {
-		ssize_t n = write(c->wfd, c->out.b + c->out.off,
-		                  c->out.len - c->out.off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		c->out.off += (size_t)n;
-	}
-	if (c->out.off == c->out.len)
-		c->out.off = c->out.len = 0;
-	else if (c->out.off > c->out.cap / 2)
-		sw_compact(&c->out);
+	sftpd__flush(c);
 }
 
 /* Dispatches every whole packet in the input, unless throttled.
