@@ -287,13 +287,58 @@ static const struct fsd_allow *allow_for(const char *abs, size_t *skip)
 	return best;
 }
 
-/* The symlink @l stopped at, reached by @p beneath the root: where its
- * target and the rest of @p lead. Returns 0 with *next (a new path
- * beneath the root, malloc'd) or 1 with *out filled (an allow tree),
- * or -errno. */
-static int beneath_hop(struct fsd_req *rq, const char *p, const struct lk_lookup *l,
-                       char **next, struct fsd_found *out)
+/* A hop of walk_links(): the symlink @l stopped at, reached by @p on
+ * *root. Returns 0 with *next (the path to walk on, malloc'd, on the
+ * *root it may change), 1 with *out filled, or -errno. */
+typedef int paths_hop_fn(struct fsd_req *rq, const char *p, const struct lk_lookup *l,
+                         lk_root_t **root, char **next, struct fsd_found *out);
+
+/* Each symlink on @rel, stopped at on @root and followed by @hop, until
+ * a path without one is found (or PATHS_MAX_HOPS of them). */
+static int walk_links(struct fsd_req *rq, lk_root_t *root, const char *rel,
+                      paths_hop_fn *hop, struct fsd_found *out)
 {
+	struct lk_lookup_opts o = { .oflags = O_PATH, .flags = LK_LOOKUP_STOP_SYMLINK,
+	                            .group = rq->group };
+	char *p = strdup(rel);
+	int r = p ? 0 : -ENOMEM;
+
+	for (unsigned hops = 0; r == 0; hops++) {
+		struct lk_lookup l;
+		if (hops > PATHS_MAX_HOPS) {
+			r = -ELOOP;
+			break;
+		}
+		r = lk_lookup(root, p, &o, &l);
+		if (r < 0)
+			break;
+		if (!l.stopped) {
+			out->f = l.file;
+			l.file.fd = -1;
+			lk_lookup_release(&l);
+			out->root = root;
+			out->path = p;
+			out->where = FSD_AT_LINKED;
+			return 0;
+		}
+		char *next = NULL;
+		r = hop(rq, p, &l, &root, &next, out);
+		lk_lookup_release(&l);
+		free(p);
+		p = next;
+		if (r == 1)
+			return 0;
+	}
+	free(p);
+	return r;
+}
+
+/* Beneath with allow trees: the target and the rest of @p lead beneath
+ * the root again (0, *next) or into an allow tree (1, *out). */
+static int beneath_hop(struct fsd_req *rq, const char *p, const struct lk_lookup *l,
+                       lk_root_t **lkroot, char **next, struct fsd_found *out)
+{
+	(void)lkroot;
 	char root[PATH_MAX], *base;
 	const char *raw, *rest = p + l->rest_offset;
 	bool left;
@@ -347,39 +392,7 @@ static int beneath_hop(struct fsd_req *rq, const char *p, const struct lk_lookup
  * trees: each symlink on it stopped at and followed here. */
 static int walk_beneath(struct fsd_req *rq, const char *rel, struct fsd_found *out)
 {
-	struct lk_lookup_opts o = { .oflags = O_PATH, .flags = LK_LOOKUP_STOP_SYMLINK,
-	                            .group = rq->group };
-	char *p = strdup(rel);
-	int r = p ? 0 : -ENOMEM;
-
-	for (unsigned hops = 0; r == 0; hops++) {
-		struct lk_lookup l;
-		if (hops > PATHS_MAX_HOPS) {
-			r = -ELOOP;
-			break;
-		}
-		r = lk_lookup(fsd->lkroot, p, &o, &l);
-		if (r < 0)
-			break;
-		if (!l.stopped) {
-			out->f = l.file;
-			l.file.fd = -1;
-			lk_lookup_release(&l);
-			out->root = fsd->lkroot;
-			out->path = p;
-			out->where = FSD_AT_LINKED;
-			return 0;
-		}
-		char *next = NULL;
-		r = beneath_hop(rq, p, &l, &next, out);
-		lk_lookup_release(&l);
-		free(p);
-		p = next;
-		if (r == 1)
-			return 0;
-	}
-	free(p);
-	return r;
+	return walk_links(rq, fsd->lkroot, rel, beneath_hop, out);
 }
 
 /* ---- if_owner_match ---- */
@@ -388,60 +401,42 @@ static int walk_beneath(struct fsd_req *rq, const char *rel, struct fsd_found *o
  * what its target resolves to. Relative targets stay on the root that
  * follows anywhere (".." may climb above the root there, as the kernel
  * would take it), absolute ones go on from "/". */
+static int owner_hop(struct fsd_req *rq, const char *p, const struct lk_lookup *l,
+                     lk_root_t **root, char **next, struct fsd_found *out)
+{
+	struct lk_lookup_opts so = { .group = rq->group };
+	const char *tg = l->link_target, *slash = strrchr(l->path, '/');
+	char *tp;
+	int r;
+
+	(void)out;
+	if (tg[0] == '/') {
+		*root = fsd->paths->sys;
+		while (*tg == '/')
+			tg++;
+		tp = strdup(tg);
+	} else
+		tp = join3(l->path, slash ? (size_t)(slash - l->path) : 0, tg, "");
+	struct statx st;
+	r = tp ? lk_stat(*root, tp, &so, &st) : -ENOMEM;
+	if (r == 0 && st.stx_uid != l->file.stx.stx_uid) {
+		fsd_log(LOG_INFO, "symlink %s: owner %u, its target's %u: not followed "
+		        "(symlinks = if_owner_match)", l->path,
+		        (unsigned)l->file.stx.stx_uid, (unsigned)st.stx_uid);
+		r = -EACCES;
+	}
+	if (r == 0) {
+		*next = join3(tp, strlen(tp), p + l->rest_offset, "");
+		if (!*next)
+			r = -ENOMEM;
+	}
+	free(tp);
+	return r;
+}
+
 static int walk_owner(struct fsd_req *rq, const char *rel, struct fsd_found *out)
 {
-	struct lk_lookup_opts o = { .oflags = O_PATH, .flags = LK_LOOKUP_STOP_SYMLINK,
-	                            .group = rq->group };
-	struct lk_lookup_opts so = { .group = rq->group };
-	lk_root_t *t = fsd->paths->any;
-	char *p = strdup(rel);
-	int r = p ? 0 : -ENOMEM;
-
-	for (unsigned hops = 0; r == 0; hops++) {
-		struct lk_lookup l;
-		if (hops > PATHS_MAX_HOPS) {
-			r = -ELOOP;
-			break;
-		}
-		r = lk_lookup(t, p, &o, &l);
-		if (r < 0)
-			break;
-		if (!l.stopped) {
-			out->f = l.file;
-			l.file.fd = -1;
-			lk_lookup_release(&l);
-			out->root = t;
-			out->path = p;
-			out->where = FSD_AT_LINKED;
-			return 0;
-		}
-		const char *tg = l.link_target, *slash = strrchr(l.path, '/');
-		char *tp;
-		if (tg[0] == '/') {
-			t = fsd->paths->sys;
-			while (*tg == '/')
-				tg++;
-			tp = strdup(tg);
-		} else
-			tp = join3(l.path, slash ? (size_t)(slash - l.path) : 0, tg, "");
-		struct statx st;
-		r = tp ? lk_stat(t, tp, &so, &st) : -ENOMEM;
-		if (r == 0 && st.stx_uid != l.file.stx.stx_uid) {
-			fsd_log(LOG_INFO, "symlink %s: owner %u, its target's %u: not followed "
-			        "(symlinks = if_owner_match)", l.path,
-			        (unsigned)l.file.stx.stx_uid, (unsigned)st.stx_uid);
-			r = -EACCES;
-		}
-		char *next = r == 0 ? join3(tp, strlen(tp), p + l.rest_offset, "") : NULL;
-		if (r == 0 && !next)
-			r = -ENOMEM;
-		lk_lookup_release(&l);
-		free(tp);
-		free(p);
-		p = next;
-	}
-	free(p);
-	return r;
+	return walk_links(rq, fsd->paths->any, rel, owner_hop, out);
 }
 
 /* ---- resolution ---- */
