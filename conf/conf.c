@@ -180,34 +180,13 @@ static int listen_key(struct conf__load *ld, const char *name, const char *v)
 	return 1;
 }
 
-static int server_key(struct conf__load *ld, const char *name, const char *v)
+/* The [server] keys that take a word or a path of their own: 1 when
+ * @name is one (handled, or reported), else 0. */
+static int server_word_key(struct conf__load *ld, const char *name, const char *v)
 {
 	struct conf *c = ld->c;
-	unsigned long long n;
 	int i;
 
-#define STR(key, slot) \
-	if (!strcmp(name, key)) { \
-		if (!*v) BAD("%s: empty value", key); \
-		if (conf_set_str(&c->slot, v)) OOM(); \
-		return 1; \
-	}
-#define UINT(key, slot, lo, hi, sized) \
-	if (!strcmp(name, key)) { \
-		if (!conf__set_uint(ld, key, v, lo, hi, sized, &n)) c->slot = n; \
-		return 1; \
-	}
-
-	if (!strcmp(name, "listen") || !strcmp(name, "status_listen"))
-		return listen_key(ld, name, v);
-	STR("root", root)
-	STR("user", user)
-	STR("group", group)
-	STR("error_log", error_log)
-	STR("mime_types", mime_types)
-	STR("default_type", default_type)
-	STR("ssl_certificate", ssl_certificate)
-	STR("ssl_certificate_key", ssl_certificate_key)
 	if (!strcmp(name, "access_log")) {
 		if (!*v)
 			BAD("access_log: empty value (use off)");
@@ -254,6 +233,38 @@ static int server_key(struct conf__load *ld, const char *name, const char *v)
 			BAD("etag: expected inode or mtime-size, got '%s'", v);
 		return 1;
 	}
+	return 0;
+}
+
+static int server_key(struct conf__load *ld, const char *name, const char *v)
+{
+	struct conf *c = ld->c;
+	unsigned long long n;
+
+#define STR(key, slot) \
+	if (!strcmp(name, key)) { \
+		if (!*v) BAD("%s: empty value", key); \
+		if (conf_set_str(&c->slot, v)) OOM(); \
+		return 1; \
+	}
+#define UINT(key, slot, lo, hi, sized) \
+	if (!strcmp(name, key)) { \
+		if (!conf__set_uint(ld, key, v, lo, hi, sized, &n)) c->slot = n; \
+		return 1; \
+	}
+
+	if (!strcmp(name, "listen") || !strcmp(name, "status_listen"))
+		return listen_key(ld, name, v);
+	STR("root", root)
+	STR("user", user)
+	STR("group", group)
+	STR("error_log", error_log)
+	STR("mime_types", mime_types)
+	STR("default_type", default_type)
+	STR("ssl_certificate", ssl_certificate)
+	STR("ssl_certificate_key", ssl_certificate_key)
+	if (server_word_key(ld, name, v))
+		return 1;
 	UINT("workers", workers, 1, 1024, false)
 	UINT("max_ranges", max_ranges, 1, 1000, false)
 	UINT("request_timeout", request_timeout, 1, 86400, false)
