@@ -68,7 +68,8 @@ struct fsd_conn {
 	uint8_t addr[16];       /* IPv4 as ::ffff:a.b.c.d */
 	enum conn_state state;
 	uint64_t t0;            /* start of the head, or of the response */
-	uint64_t acked0;        /* bytes_acked when the response started */
+	uint64_t acked0;        /* bytes_acked when the rate was first
+	                         * measured, or ACKED_UNSET */
 	uint64_t paused;        /* ns suspended (waiting on the file system) */
 	uint64_t swept;         /* last sweep that saw it */
 	struct fsd_conn *prev, *next;
@@ -330,6 +331,11 @@ static struct fsd_conn *conn_of(struct MHD_Connection *mc)
 	return ci ? ci->socket_context : NULL;
 }
 
+/* Most responses are gone before the next sweep: TCP_INFO is read at
+ * the first sweep that finds one still sending, not for each response
+ * (it cost a few per cent of a small-file hit's CPU). */
+#define ACKED_UNSET UINT64_MAX
+
 static uint64_t acked(int fd)
 {
 	struct tcp_info ti;
@@ -363,7 +369,7 @@ void fsd_conn_sending(struct MHD_Connection *mc)
 	cn->state = CONN_SENDING;
 	cn->t0 = cn->swept = fibril_now_ns();
 	cn->paused = 0;
-	cn->acked0 = fsd->conf.min_send_rate ? acked(cn->fd) : 0;
+	cn->acked0 = ACKED_UNSET;
 }
 
 void fsd_conn_request_done(struct MHD_Connection *mc)
@@ -390,6 +396,14 @@ static bool too_slow(struct fsd_conn *cn, uint64_t now)
 	if (ci && ci->suspended == MHD_YES)
 		cn->paused += now - cn->swept;
 	cn->swept = now;
+	if (cn->acked0 == ACKED_UNSET) {
+		/* Measured from here: the response counts as started now,
+		 * at most one sweep (a second) late. */
+		cn->acked0 = acked(cn->fd);
+		cn->t0 = now;
+		cn->paused = 0;
+		return false;
+	}
 	run = now - cn->t0 - (cn->paused < now - cn->t0 ? cn->paused : now - cn->t0);
 	if (run <= grace)
 		return false;
