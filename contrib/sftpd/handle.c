@@ -52,8 +52,10 @@ struct shandle *sftpd_handle_opened(struct tevent_req *req, struct sreq *r,
 	return h;
 }
 
-void sftpd_put_handle(struct sw_buf *w, const struct shandle *h)
+void sftpd_handle_reply(struct sreq *r, const struct shandle *h)
 {
+	struct sw_buf *w = &r->c->out;
+	size_t at = sw_begin(w, SSH_FXP_HANDLE, r->id, true);
 	uint8_t b[8] = {
 		(uint8_t)(h->slot >> 24), (uint8_t)(h->slot >> 16),
 		(uint8_t)(h->slot >> 8), (uint8_t)h->slot,
@@ -61,6 +63,8 @@ void sftpd_put_handle(struct sw_buf *w, const struct shandle *h)
 		(uint8_t)(h->gen >> 8), (uint8_t)h->gen,
 	};
 	sw_put_str(w, b, sizeof(b));
+	sw_end(w, at);
+	sftpd_req_done(r);
 }
 
 /* A handle of @kind (0: either) named by the next string, else NULL. */

@@ -55,11 +55,7 @@ static void sftpd__open_done(struct tevent_req *req)
 
 	if (!h)
 		return;
-	struct sw_buf *w = &r->c->out;
-	size_t at = sw_begin(w, SSH_FXP_HANDLE, r->id, true);
-	sftpd_put_handle(w, h);
-	sw_end(w, at);
-	sftpd_req_done(r);
+	sftpd_handle_reply(r, h);
 }
 
 static void sftpd__read_done(struct tevent_req *req);

@@ -251,11 +251,7 @@ static void sftpd__opendir_done(struct tevent_req *req)
 		sftpd_status_errno(r, -rc);
 		return;
 	}
-	struct sw_buf *w = &r->c->out;
-	size_t at = sw_begin(w, SSH_FXP_HANDLE, r->id, true);
-	sftpd_put_handle(w, h);
-	sw_end(w, at);
-	sftpd_req_done(r);
+	sftpd_handle_reply(r, h);
 }
 
 void sftpd_opendir(struct sreq *r, const char *rel)

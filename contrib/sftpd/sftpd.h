@@ -132,7 +132,8 @@ struct shandle *sftpd_handle_new(struct sconn *c, enum shandle_kind kind, int fd
  *  returns NULL. */
 struct shandle *sftpd_handle_opened(struct tevent_req *req, struct sreq *r,
                                     enum shandle_kind kind, struct lk_file *f);
-void sftpd_put_handle(struct sw_buf *w, const struct shandle *h);
+/** Answers @r with SSH_FXP_HANDLE naming @h, and ends @r. */
+void sftpd_handle_reply(struct sreq *r, const struct shandle *h);
 void sftpd_handle_release(struct shandle *h);
 
 /* close.c */
