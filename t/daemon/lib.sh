@@ -137,11 +137,12 @@ for line in open(sys.argv[2], encoding="latin-1"):
 PY
 }
 
-# wait_for FILE REGEX: FILE matches within 5 s (logs are written by the
-# log thread, which flushes once a second)
+# wait_for FILE REGEX [TENTHS]: FILE matches within TENTHS tenths of a
+# second (default 50; logs are written by the log thread, which flushes
+# once a second)
 wait_for() {
 	local i
-	for i in $(seq 1 50); do
+	for i in $(seq 1 "${3:-50}"); do
 		grep -aEq -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done

@@ -45,14 +45,7 @@ get() {
 	mv "$T/$n.tmp" "$T/$n"
 }
 # logged REGEX: the error log matches within 20 s (bounds, not speed)
-logged() {
-	local i
-	for i in $(seq 1 200); do
-		grep -aEq -- "$1" "$T/err.log" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+logged() { wait_for "$T/err.log" "$1" 200; }
 retry_after() { grep -i '^Retry-After:' "$T/$1.h" | tr -d '\r'; }
 
 checks() {
