@@ -1,13 +1,15 @@
 # A fleet: HAProxy with contrib/haproxy/haproxy.cfg (TLS and HTTP/2 at
-# HAProxy, checks, retries, redispatch) in front of three fileserverd on
-# 127.0.0.11-13 (one port, as on three hosts), each serving its own
-# copy of one tree (cp -a: replicated storage, other inodes). wrk
-# loads it through HAProxy over HTTPS for 6 s while one node gets
-# SIGTERM and another SIGKILL: no request fails with a 5xx, a download
-# from the node stopped finishes (it drains), conditional requests get
-# 304 from every node (etag = mtime-size), and the survivor's request
-# count (its status listener's /metrics) is what HAProxy says it
-# answered.
+# HAProxy, checks, retries, redispatch) in front of three fileserverd,
+# each in a network namespace of its own joined to the test's by a veth
+# pair (as on three hosts, one port), each serving its own copy of one
+# tree (cp -a: replicated storage, other inodes). Without network
+# namespaces (not root, no iproute2) the nodes listen on 127.0.0.11-13
+# instead, and the log says so. wrk loads the fleet through HAProxy over
+# HTTPS for 6 s while one node gets SIGTERM and another SIGKILL: no
+# request fails with a 5xx, a download from the node stopped finishes
+# (it drains), conditional requests get 304 from every node (etag =
+# mtime-size), and the survivor's request count (its status listener's
+# /metrics) is what HAProxy says it answered.
 . "$top_srcdir/t/daemon/lib.sh"
 need haproxy wrk openssl
 
@@ -19,10 +21,10 @@ for i in 1 2 3 4; do
 done
 { echo "conditional file"; head -c 3000 /dev/urandom | base64; } > "$D/cond.txt"
 echo x > "$D/d/a"
-for n in 11 12 13; do cp -a "$D" "$T/root-$n"; done
+for n in 1 2 3; do cp -a "$D" "$T/root-$n"; done
 # only n2 has it: more than the socket buffers between n2, HAProxy and
 # the client hold, so that n2 is still sending when it is stopped
-head -c 32M /dev/urandom > "$T/root-12/big.bin"
+head -c 32M /dev/urandom > "$T/root-2/big.bin"
 chmod -R a+rX "$T"
 
 # TLS: a self-signed certificate for 127.0.0.1 and localhost
@@ -46,41 +48,99 @@ PY
 	done
 	return 1
 }
-NODES="127.0.0.11 127.0.0.12 127.0.0.13"
-P=$(free_port $NODES) && S=$(free_port $NODES) && H=$(free_port 127.0.0.1) &&
-	R=$(free_port 127.0.0.1) && ST=$(free_port 127.0.0.1) ||
-	{ echo "no free ports"; exit 99; }
-
-declare -A NPID
-node_conf() {
-	{
-		printf '[server]\nroot = %s\nlisten = %s:%s\netag = mtime-size\n' \
-			"$T/root-${1##*.}" "$1" "$P"
-		echo "max_connections_per_ip = 0"
-		echo "status_listen = $1:$S"
-		# SIGTERM drains: what is in progress finishes first
-		echo "shutdown_timeout = 20"
-	} > "$T/node-$1.conf"
+# The nodes' network. Each node gets a namespace and a veth pair whose
+# two ends share a /30 of 10.213.X.0/24, X a /24 nothing here uses yet
+# (chosen under a lock, so that two runs take two): the node at .4n+2,
+# this namespace at .4n+1. Nothing routes further, so the load stays
+# on these links. Names carry this run's own tag.
+ADDR=() NS=() NETNS=() HOSTIF=()
+TAG=$(printf '%04x%x' "$RANDOM" "$$")
+net_down() {
+	local ns h
+	for ns in "${NETNS[@]}"; do ip netns del "$ns" 2>/dev/null; done
+	# (deleting a namespace takes its end of the pair, and so the pair)
+	for h in "${HOSTIF[@]}"; do ip link del "$h" 2>/dev/null; done
+	NETNS=() HOSTIF=()
 }
-start_node() {
-	local i
-	"$FSD" -c "$T/node-$1.conf" >"$T/node-$1.out" 2>"$T/node-$1.err" &
-	NPID[$1]=$!
-	for i in $(seq 1 100); do
-		curl -s -o /dev/null --max-time 1 "http://$1:$P/.fsd-probe" && return 0
-		sleep 0.05
+# net_up: 0 with ADDR and NS set, or 1 (and nothing left behind)
+net_up() {
+	local x="" try n ns h
+	[ "$(id -u)" = 0 ] && command -v ip >/dev/null || return 1
+	exec 9>"${TMPDIR:-/tmp}/fsd-fleet-net.lock"
+	flock -w 20 9 || { echo "no lock on the choice of addresses" > "$T/netns.err"; return 1; }
+	for try in $(seq 1 50); do
+		x=$((1 + RANDOM % 254))
+		[ -z "$(ip -4 -o addr show to "10.213.$x.0/24" 2>/dev/null)$(ip -4 route show root "10.213.$x.0/24" 2>/dev/null)" ] && break
+		x=""
 	done
-	cat "$T/node-$1.err"
-	echo "could not start node $1"
-	exit 99
+	[ -n "$x" ] || { echo "no free /24 in 10.213.0.0/16" > "$T/netns.err"; exec 9>&-; return 1; }
+	for n in 1 2 3; do
+		ns=fsd-fleet-$TAG-$n h=f${TAG}h$n
+		ip netns add "$ns" 2>"$T/netns.err" || break
+		NETNS+=("$ns")
+		ip link add "$h" type veth peer name "f${TAG}n$n" netns "$ns" 2>"$T/netns.err" || break
+		HOSTIF+=("$h")
+		ip addr add "10.213.$x.$((4 * n + 1))/30" dev "$h" 2>"$T/netns.err" &&
+			ip link set "$h" up &&
+			ip -n "$ns" addr add "10.213.$x.$((4 * n + 2))/30" dev "f${TAG}n$n" &&
+			ip -n "$ns" link set "f${TAG}n$n" up &&
+			ip -n "$ns" link set lo up || break
+		ADDR[$n]=10.213.$x.$((4 * n + 2)) NS[$n]=$ns
+	done
+	exec 9>&-
+	[ "${#NS[@]}" = 3 ] && return 0
+	net_down
+	ADDR=() NS=()
+	return 1
 }
-
 HPID=
+declare -A NPID
 eval "lib_$(declare -f cleanup)"
 cleanup() {
 	local p
 	for p in $HPID "${NPID[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	net_down
 	lib_cleanup
+}
+if net_up; then
+	echo "# nodes in network namespaces ${NS[*]}: ${ADDR[*]}"
+	# a namespace of its own per node: every port is free there
+	P=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	S=$((P == 65535 ? P - 1 : P + 1))
+else
+	why=$(head -n1 "$T/netns.err" 2>/dev/null)
+	echo "# network namespaces not usable (${why:-not root, or no ip from iproute2}):" \
+		"the nodes on loopback, 127.0.0.11-13"
+	ADDR=([1]=127.0.0.11 [2]=127.0.0.12 [3]=127.0.0.13)
+	P=$(free_port "${ADDR[@]}") && S=$(free_port "${ADDR[@]}") || { echo "no free ports"; exit 99; }
+fi
+H=$(free_port 127.0.0.1) && R=$(free_port 127.0.0.1) && ST=$(free_port 127.0.0.1) ||
+	{ echo "no free ports"; exit 99; }
+
+# node_conf N
+node_conf() {
+	{
+		printf '[server]\nroot = %s\nlisten = %s:%s\netag = mtime-size\n' \
+			"$T/root-$1" "${ADDR[$1]}" "$P"
+		echo "max_connections_per_ip = 0"
+		echo "status_listen = ${ADDR[$1]}:$S"
+		# SIGTERM drains: what is in progress finishes first
+		echo "shutdown_timeout = 20"
+	} > "$T/node-$1.conf"
+}
+# start_node N: in its namespace (ip netns exec execs: $! is the daemon)
+start_node() {
+	local i in=()
+	[ -n "${NS[$1]:-}" ] && in=(ip netns exec "${NS[$1]}")
+	"${in[@]}" "$FSD" -c "$T/node-$1.conf" >"$T/node-$1.out" 2>"$T/node-$1.err" &
+	NPID[$1]=$!
+	for i in $(seq 1 100); do
+		curl -s -o /dev/null --max-time 1 "http://${ADDR[$1]}:$P/.fsd-probe" && return 0
+		sleep 0.05
+	done
+	cat "$T/node-$1.err"
+	echo "could not start node $1 (${ADDR[$1]})"
+	exit 99
 }
 
 # The shipped configuration, with this test's addresses.
@@ -89,7 +149,7 @@ start_haproxy() {
 	FSD_HAPROXY_LOG=stdout FSD_HAPROXY_SOCKET=$T/haproxy.sock \
 	FSD_TLS_CERT=$T/site.pem FSD_HTTPS_BIND=127.0.0.1:$H FSD_HTTP_BIND=127.0.0.1:$R \
 	FSD_STATS_BIND=127.0.0.1:$ST FSD_CHECK_PORT=$S \
-	FSD_NODE1=127.0.0.11:$P FSD_NODE2=127.0.0.12:$P FSD_NODE3=127.0.0.13:$P \
+	FSD_NODE1=${ADDR[1]}:$P FSD_NODE2=${ADDR[2]}:$P FSD_NODE3=${ADDR[3]}:$P \
 		haproxy -n 2000 -db -f "$CFG" >"$T/haproxy.out" 2>&1 &
 	HPID=$!
 	# every node up by its health check
@@ -186,7 +246,16 @@ sum_metric() {
 
 checks() {
 	local n
-	for n in $NODES; do node_conf "$n"; start_node "$n"; done
+	for n in 1 2 3; do node_conf "$n"; start_node "$n"; done
+	if [ -n "${NS[1]:-}" ]; then
+		for n in 1 2 3; do
+			check "node n$n: fileserverd in a network namespace of its own" \
+				"fileserverd ${NS[$n]}" \
+				"$(basename "$(readlink "/proc/${NPID[$n]}/exe")") $(ip netns identify "${NPID[$n]}")"
+			check "node n$n: its address is not one of this namespace" "" \
+				"$(ip -4 -o addr show to "${ADDR[$n]}/32")"
+		done
+	fi
 	start_haproxy
 
 	# TLS and HTTP/2 end at HAProxy; plain HTTP redirects
@@ -210,9 +279,9 @@ checks() {
 	local et
 	et=$(etag "$HTTPS/cond.txt")
 	check_match "an ETag through HAProxy" '^"[0-9a-f]+-[0-9a-f]+"$' "$et"
-	for n in $NODES; do
-		check "node $n: the fleet's tag -> 304" 304 \
-			"$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $et" "http://$n:$P/cond.txt")"
+	for n in 1 2 3; do
+		check "node n$n: the fleet's tag -> 304" 304 \
+			"$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $et" "http://${ADDR[$n]}:$P/cond.txt")"
 	done
 	local codes="" i
 	for i in $(seq 1 9); do
@@ -244,7 +313,7 @@ checks() {
 	local before_fe n1_before n1_hp_before
 	hp_cli "disable health fsd/n1" >/dev/null
 	sleep 0.2       # a check in flight lands
-	n1_before=$(sum_metric "http://127.0.0.11:$S/metrics")
+	n1_before=$(sum_metric "http://${ADDR[1]}:$S/metrics")
 	n1_hp_before=$(hp_answered n1)
 	before_fe=$(hp_field www FRONTEND req_tot)
 	FLEET_ETAG=$et timeout 30 wrk -t2 -c12 -d6s --timeout 10s -s "$T/fleet.lua" "$HTTPS/" \
@@ -252,21 +321,21 @@ checks() {
 	local wpid=$! rc
 	sleep 1.5
 	local killed_at_term
-	killed_at_term=$(sum_metric "http://127.0.0.12:$S/metrics")
-	kill -TERM "${NPID[127.0.0.12]}"
+	killed_at_term=$(sum_metric "http://${ADDR[2]}:$S/metrics")
+	kill -TERM "${NPID[2]}"
 	sleep 1.5
-	kill -KILL "${NPID[127.0.0.13]}"
+	kill -KILL "${NPID[3]}"
 	wait "$wpid"
 	rc=$?
 	check "wrk ran to its end" 0 "$rc"
-	wait "${NPID[127.0.0.12]}"
+	wait "${NPID[2]}"
 	check "the node stopped by SIGTERM exits 0" 0 "$?"
 	wait "$dl"
 	check "a download from the drained node through HAProxy: complete" 0 "$?"
 	check "... and byte for byte" same \
-		"$(cmp -s "$T/root-12/big.bin" "$T/big.got" && echo same)"
-	{ wait "${NPID[127.0.0.13]}"; } 2>/dev/null
-	unset 'NPID[127.0.0.12]' 'NPID[127.0.0.13]'
+		"$(cmp -s "$T/root-2/big.bin" "$T/big.got" && echo same)"
+	{ wait "${NPID[3]}"; } 2>/dev/null
+	unset 'NPID[2]' 'NPID[3]'
 	sed 's/^/# wrk: /' "$T/wrk.out" | grep -E 'status|cond200|requests|errors|Requests/sec'
 
 	local total s5 other s304
@@ -302,7 +371,7 @@ checks() {
 	check "HAProxy received what wrk sent ($total <= $fe <= $total + 12)" 1 \
 		"$([ "$fe" -ge "$total" ] && [ "$fe" -le $((total + 12)) ] && echo 1)"
 	local got answered
-	got=$(($(sum_metric "http://127.0.0.11:$S/metrics") - n1_before))
+	got=$(($(sum_metric "http://${ADDR[1]}:$S/metrics") - n1_before))
 	answered=$(($(hp_answered n1) - n1_hp_before))
 	# and the first scrape, counted once it was answered
 	check "n1 counted every request HAProxy had it answer ($answered)" \
@@ -314,10 +383,10 @@ checks() {
 	kill "$HPID"
 	wait "$HPID" 2>/dev/null
 	HPID=
-	kill "${NPID[127.0.0.11]}"
-	wait "${NPID[127.0.0.11]}"
+	kill "${NPID[1]}"
+	wait "${NPID[1]}"
 	check "n1 exits 0 on SIGTERM" 0 "$?"
-	unset 'NPID[127.0.0.11]'
+	unset 'NPID[1]'
 	cat "$T"/node-*.err > "$T/daemon.err"
 }
 
