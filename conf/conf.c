@@ -175,6 +175,7 @@ static int listen_key(struct conf__load *ld, const char *name, const char *v)
 	if (r < 0)
 		BAD("%s: expected ADDR:PORT, [IPV6]:PORT or PORT%s, got '%s'",
 		    name, st ? "" : " [ssl] [status]", v);
+	ld->c->listen[ld->c->nlisten - 1].line = ld->line;
 	if (ld->c->listen[ld->c->nlisten - 1].ssl && !ld->c->ssl_line)
 		ld->c->ssl_line = ld->line;
 	return 1;
@@ -261,6 +262,11 @@ static int server_key(struct conf__load *ld, const char *name, const char *v)
 	STR("error_log", error_log)
 	STR("mime_types", mime_types)
 	STR("default_type", default_type)
+	/* (their files are read later: a failure there names the line) */
+	if (!strcmp(name, "ssl_certificate"))
+		c->ssl_certificate_line = ld->line;
+	if (!strcmp(name, "ssl_certificate_key"))
+		c->ssl_certificate_key_line = ld->line;
 	STR("ssl_certificate", ssl_certificate)
 	STR("ssl_certificate_key", ssl_certificate_key)
 	if (server_word_key(ld, name, v))

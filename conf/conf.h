@@ -47,6 +47,7 @@ struct conf_listen {
 	bool ssl;                     /**< "ssl" flag: TLS (ssl_certificate, ssl_certificate_key) */
 	bool status;                  /**< "status" flag: serves /metrics, /status, /healthz */
 	bool status_only;             /**< ... and nothing else (status_listen) */
+	int line;                     /**< where the file gives it (0: command line, default) */
 };
 
 /** Listing settings; [listing] gives the defaults, [dir "/x"] overrides. */
@@ -109,6 +110,8 @@ struct conf {
 	char *ssl_certificate;        /**< PEM certificate chain for ssl listeners, or NULL */
 	char *ssl_certificate_key;    /**< PEM private key for ssl listeners, or NULL */
 	int ssl_line;                 /**< line of the first ssl listener (0: command line) */
+	int ssl_certificate_line;     /**< where the file sets ssl_certificate (0: not there) */
+	int ssl_certificate_key_line; /**< ... and ssl_certificate_key */
 	enum conf_symlinks symlinks;  /**< (default beneath) */
 	struct conf_allow *allow;     /**< nallow trees symlinks may lead into */
 	size_t nallow;

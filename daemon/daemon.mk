@@ -91,7 +91,7 @@ EXTRA_DIST += t/daemon/limits_client.py
 fileserverd_SOURCES += daemon/tls.c daemon/tls.h
 fileserverd_CFLAGS += $(GNUTLS_CFLAGS)
 fileserverd_LDADD += $(GNUTLS_LIBS)
-TLS_IT = t/daemon/https.sh t/daemon/https-reload.sh
+TLS_IT = t/daemon/https.sh t/daemon/https-reload.sh t/daemon/priv-errors.sh
 TESTS += $(TLS_IT)
 dist_check_SCRIPTS += $(TLS_IT)
 

@@ -407,6 +407,17 @@ static size_t put_escaped(char *o, size_t room, const char *s, bool quote)
 	return n;
 }
 
+size_t fsd_log_escape(char *out, size_t room, const char *s)
+{
+	size_t n;
+
+	if (!room)
+		return 0;
+	n = put_escaped(out, room, s, false);
+	out[n] = 0;
+	return n;
+}
+
 /* One error log line, newline included, into @out (FSD_LOG_LINE). The
  * whole message is escaped, so no caller can forget to. */
 static size_t fmt_line(char *out, size_t room, int level, const char *fmt,

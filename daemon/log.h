@@ -50,6 +50,10 @@ void fsd_vlog(int level, const char *fmt, va_list ap);
  *  @err is a positive or negative errno. */
 void fsd_log_fs(int level, const char *what, const char *path, int err);
 
+/** @s escaped as the error log escapes a message, NUL-terminated in
+ *  @out (cut short to fit @room). Returns its length. */
+size_t fsd_log_escape(char *out, size_t room, const char *s);
+
 /** Appends @rq's Combined Log Format line to this thread's buffer. */
 void fsd_access_log(const struct fsd_req *rq);
 

@@ -165,9 +165,10 @@ static int priv_open(const struct priv_state *ps, const struct priv_req *rq,
 		return fd;
 	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) ||
 	    ((rq->flags & O_DIRECTORY) && S_ISDIR(st.st_mode)))) {
-		snprintf(msg, LO_MSG, "not a regular file");
+		bool dir = S_ISDIR(st.st_mode);
+		snprintf(msg, LO_MSG, dir ? "is a directory" : "not a regular file");
 		close(fd);
-		return -EINVAL;
+		return dir ? -EISDIR : -EINVAL;
 	}
 	if (!(rq->flags & O_NONBLOCK))
 		fcntl(fd, F_SETFL, 0);
@@ -387,47 +388,75 @@ static int priv_call(const struct priv_req *rq, struct priv_reply *rep, int got[
  * writer) may ask at the same time, and replies are not tagged. */
 static pthread_mutex_t priv_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int priv_one(char op, const char *arg, int flags)
+/* The descriptor, or -errno with the helper's reason in @why (it knows
+ * more than an errno says: which link it would not follow, that the
+ * file does not name the path...). */
+static int priv_one(char op, const char *arg, int flags, char why[LO_MSG])
 {
 	struct priv_req rq = { .op = op, .flags = flags };
 	struct priv_reply rep;
 	int got[2], r;
 
-	if (strlen(arg) >= sizeof rq.arg)
+	if (strlen(arg) >= sizeof rq.arg) {
+		snprintf(why, LO_MSG, "%s", strerror(ENAMETOOLONG));
 		return -ENAMETOOLONG;
+	}
 	strcpy(rq.arg, arg);
 	pthread_mutex_lock(&priv_mu);
 	r = priv_call(&rq, &rep, got);
 	pthread_mutex_unlock(&priv_mu);
-	if (r < 0)
+	if (r < 0) {
+		snprintf(why, LO_MSG, "root helper: %s", strerror(-r));
 		return r;
+	}
 	if (got[1] >= 0)
 		close(got[1]);
 	if (rep.err[0] < 0) {
 		if (got[0] >= 0)
 			close(got[0]);
+		rep.msg[0][LO_MSG - 1] = 0;
+		snprintf(why, LO_MSG, "%s", rep.msg[0][0] ? rep.msg[0] : strerror(-rep.err[0]));
 		return rep.err[0];
 	}
+	if (got[0] < 0)
+		snprintf(why, LO_MSG, "root helper: no descriptor received");
 	return got[0] >= 0 ? got[0] : -EBADMSG;
 }
 
-int fsd_priv_open(const char *path, int flags)
+int fsd_priv_open(const char *path, int flags, char why[LO_MSG])
 {
+	char ignored[LO_MSG];
 	int fd;
 
-	if (priv_sock < 0) {
-		fd = open(path, flags | O_CLOEXEC);
-		return fd < 0 ? -errno : fd;
+	if (!why)
+		why = ignored;
+	if (priv_sock >= 0)
+		return priv_one(PRIV_OPEN, path, flags, why);
+	/* Root follows links as the helper does at a reload: only those
+	 * root made where only root may write. Start-up and a reload then
+	 * agree on a file, and a service user's link cannot pass another
+	 * file off as the certificate. */
+	if (geteuid() == 0)
+		return lo_open_read(path, flags, why);
+	fd = open(path, flags | O_CLOEXEC);
+	if (fd < 0) {
+		fd = -errno;
+		snprintf(why, LO_MSG, "%s", strerror(-fd));
 	}
-	return priv_one(PRIV_OPEN, path, flags);
+	return fd;
 }
 
-int fsd_priv_bind(const struct conf_listen *l)
+int fsd_priv_bind(const struct conf_listen *l, char why[LO_MSG])
 {
+	char ignored[LO_MSG];
 	int fd = fsd_listen_bind(l);
 
+	if (!why)
+		why = ignored;
 	if ((fd == -EACCES || fd == -EPERM) && priv_sock >= 0)
-		fd = priv_one(PRIV_BIND, l->text, 0);
+		return priv_one(PRIV_BIND, l->text, 0, why);
+	if (fd < 0)
+		snprintf(why, LO_MSG, "%s", strerror(-fd));
 	return fd;
 }
 

@@ -38,13 +38,18 @@ bool fsd_priv_running(void);
  *  O_DIRECTORY, O_NOCTTY, O_NONBLOCK at most): directly when no helper
  *  runs, else through the helper, which opens it only if the
  *  configuration file names it and it is a regular file (or, with
- *  O_DIRECTORY, a directory). Returns the descriptor (close-on-exec) or
- *  -errno (-EPERM: not named in the file, or flags beyond these). */
-int fsd_priv_open(const char *path, int flags);
+ *  O_DIRECTORY, a directory). Symbolic links are followed as
+ *  lo_open_read() does whenever root opens (the helper, or root before
+ *  any helper exists). Returns the descriptor (close-on-exec) or -errno
+ *  (-EPERM: not named in the file, or flags beyond these; -EISDIR: a
+ *  directory through the helper), with the reason, without the path,
+ *  in @why (NULL: not wanted). */
+int fsd_priv_open(const char *path, int flags, char why[LO_MSG]);
 
 /** A listening socket for @l: bound directly, or, when that is refused
- *  for lack of privilege, by the helper. Returns the fd or -errno. */
-int fsd_priv_bind(const struct conf_listen *l);
+ *  for lack of privilege, by the helper. Returns the fd or -errno, with
+ *  the reason in @why (NULL: not wanted). */
+int fsd_priv_bind(const struct conf_listen *l, char why[LO_MSG]);
 
 /** socket(), bind(), listen() for @l, with the options of every
  *  listening socket of the daemon. Returns the fd or -errno. */

@@ -25,13 +25,18 @@
 #include <fibril/lookup.h>
 
 /* Problems with a configuration: on standard error at start-up, in the
- * error log at a reload (@arg non-NULL). */
+ * error log at a reload (@arg non-NULL), escaped the same way in both:
+ * paths and values may hold any byte. */
 static void srv_err(void *arg, const char *msg)
 {
-	if (arg)
+	char esc[4 * 1024];
+
+	if (arg) {
 		fsd_log(LOG_ERR, "%s", msg);
-	else
-		fprintf(stderr, "%s\n", msg);
+	} else {
+		fsd_log_escape(esc, sizeof esc, msg);
+		fprintf(stderr, "%s\n", esc);
+	}
 }
 
 static void srv_report(bool reload, const char *fmt, ...)
@@ -157,6 +162,7 @@ int fsd_server_bind(struct fsd_server *s, const struct fsd_server *old)
 	for (size_t l = 0; l < c->nlisten; l++)
 		s->listen_fds[l] = -1;
 	for (size_t l = 0; l < c->nlisten; l++) {
+		char why[LO_MSG] = "";
 		int fd = -ENOENT;
 		/* An address kept keeps its socket: the new workers accept
 		 * from the same queue, so no connection is refused. */
@@ -164,18 +170,27 @@ int fsd_server_bind(struct fsd_server *s, const struct fsd_server *old)
 			if (srv_same(&c->listen[l], &old->conf.listen[k]) &&
 			    old->listen_fds[k] >= 0) {
 				fd = fcntl(old->listen_fds[k], F_DUPFD_CLOEXEC, 3);
-				if (fd < 0)
+				if (fd < 0) {
 					fd = -errno;
+					snprintf(why, sizeof why, "%s", strerror(-fd));
+				}
 				break;
 			}
 		if (fd == -ENOENT) {
-			fd = fsd_priv_bind(&c->listen[l]);
+			fd = fsd_priv_bind(&c->listen[l], why);
 			if (fd >= 0 && old)
 				fsd_log(LOG_NOTICE, "listening on %s", c->listen[l].text);
 		}
 		if (fd < 0) {
-			srv_report(old != NULL, "fileserverd: listen %s: %s%s",
-			           c->listen[l].text, strerror(-fd), fd == -EADDRINUSE ?
+			const struct conf_listen *cl = &c->listen[l];
+			char at[32] = "";
+			/* the line of the file that gives the address, if any */
+			if (cl->line > 0)
+				snprintf(at, sizeof at, ":%d", cl->line);
+			srv_report(old != NULL, "%s%s: %s %s: %s%s",
+			           cl->line > 0 && c->file ? c->file : "fileserverd", at,
+			           cl->status_only ? "status_listen" : "listen", cl->text,
+			           why, fd == -EADDRINUSE ?
 			           " (another process is listening there)" : "");
 			return fd;
 		}

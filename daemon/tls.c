@@ -23,18 +23,24 @@
 #define FSD_TLS_PEM_MAX (1u << 20)
 
 struct tls_check {
+	const struct conf *c;   /* its file and lines, for messages */
 	const char *file;       /* the configuration file, for messages */
 	conf_err_fn *err;
 	void *arg;
 	int errors;
 };
 
+/* "file:line: key path: why", the line where the file sets @key */
 static void tls_report(struct tls_check *ck, const char *key, const char *path,
                        const char *why)
 {
-	char msg[1024];
+	int line = strcmp(key, "ssl_certificate") ? ck->c->ssl_certificate_key_line :
+	           ck->c->ssl_certificate_line;
+	char msg[1024], at[16] = "";
 
-	snprintf(msg, sizeof msg, "%s: %s %s: %s", ck->file, key, path, why);
+	if (line > 0)
+		snprintf(at, sizeof at, ":%d", line);
+	snprintf(msg, sizeof msg, "%s%s: %s %s: %s", ck->file, at, key, path, why);
 	ck->errors++;
 	if (ck->err)
 		ck->err(ck->arg, msg);
@@ -50,10 +56,11 @@ static char *tls_read(struct tls_check *ck, const char *key, const char *path,
 	/* directly, or after privileges are gone through the root helper;
 	 * non-blocking, so that a FIFO named by mistake is refused below
 	 * instead of holding start-up or a reload until a writer comes */
-	int fd = fsd_priv_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	char why[LO_MSG];
+	int fd = fsd_priv_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, why);
 
 	if (fd < 0) {
-		tls_report(ck, key, path, strerror(-fd));
+		tls_report(ck, key, path, why);
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -152,7 +159,7 @@ static void tls_check_pem(struct tls_check *ck, const struct conf *c,
 int fsd_tls_load(struct fsd_server *srv, conf_err_fn *err, void *arg)
 {
 	const struct conf *c = &srv->conf;
-	struct tls_check ck = { .file = c->file ? c->file : "fileserverd",
+	struct tls_check ck = { .c = c, .file = c->file ? c->file : "fileserverd",
 	                        .err = err, .arg = arg };
 	size_t clen = 0, klen = 0, i;
 	char *cert, *key;

@@ -465,6 +465,27 @@ START_TEST(listen_flags)
 }
 END_TEST
 
+/* The daemon's messages about what a value names (a file it cannot
+ * read, an address it cannot bind) come later: each value keeps its
+ * line, 0 where no file gave it. */
+START_TEST(values_keep_their_lines)
+{
+	struct conf c;
+
+	ck_assert_int_eq(load(&c, "[server]\nroot = /\nlisten = 1 ssl\n\n"
+	                          "status_listen = 127.0.0.1:2\nssl_certificate_key = /k\n"
+	                          "ssl_certificate = /c\n"), 0);
+	ck_assert_uint_eq(c.nlisten, 2);
+	ck_assert_int_eq(c.listen[0].line, 3);
+	ck_assert_int_eq(c.listen[1].line, 5);
+	ck_assert_int_eq(c.ssl_certificate_key_line, 6);
+	ck_assert_int_eq(c.ssl_certificate_line, 7);
+	ck_assert_int_eq(conf_add_listen(&c, "8080"), 0);
+	ck_assert_int_eq(c.listen[2].line, 0);
+	conf_free(&c);
+}
+END_TEST
+
 START_TEST(etag_kinds)
 {
 	struct conf c;
@@ -503,6 +524,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, syntax_errors);
 	tcase_add_test(tc, shutdown_timeout);
 	tcase_add_test(tc, listen_flags);
+	tcase_add_test(tc, values_keep_their_lines);
 	tcase_add_test(tc, symlinks_and_allow);
 	tcase_add_test(tc, etag_kinds);
 	suite_add_tcase(s, tc);

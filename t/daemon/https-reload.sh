@@ -61,7 +61,7 @@ checks() {
 	cp "$T/c.key" "$K/server.key"
 	reload
 	check_log "mismatched key: the reload says why" "$T/daemon.err" \
-		"\[error\] $T/c\.conf: ssl_certificate_key $K/server\.key: does not match"
+		"\[error\] $T/c\.conf:7: ssl_certificate_key $K/server\.key: does not match"
 	check_log "mismatched key: previous configuration kept" "$T/daemon.err" \
 		"reload: the configuration has 1 error"
 	check "certificate b still served" "localhost b" "$(served_cn)"

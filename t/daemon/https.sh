@@ -197,24 +197,24 @@ conf_errors() {
 	out=$(conf_t "listen = 127.0.0.1:8443 tls")
 	check_match "unknown listen flag: file:line" "e\.conf:3: listen: unknown flag in '127\.0\.0\.1:8443 tls'" "$out"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/none.crt" "ssl_certificate_key = $T/a.key")
-	check_match "missing certificate file" "e\.conf: ssl_certificate $T/none\.crt: No such file or directory" "$out"
+	check_match "missing certificate file" "e\.conf:4: ssl_certificate $T/none\.crt: No such file or directory" "$out"
 	printf 'not a certificate\n' > "$T/junk.pem"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/junk.pem" "ssl_certificate_key = $T/a.key")
-	check_match "not PEM" "e\.conf: ssl_certificate $T/junk\.pem: no PEM certificate" "$out"
+	check_match "not PEM" "e\.conf:4: ssl_certificate $T/junk\.pem: no PEM certificate" "$out"
 	{ echo "-----BEGIN CERTIFICATE-----"; echo "bm90IGEgY2VydGlmaWNhdGU="; echo "-----END CERTIFICATE-----"; } > "$T/bad.crt"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/bad.crt" "ssl_certificate_key = $T/a.key")
-	check_match "invalid certificate" "e\.conf: ssl_certificate $T/bad\.crt: not a valid PEM certificate" "$out"
+	check_match "invalid certificate" "e\.conf:4: ssl_certificate $T/bad\.crt: not a valid PEM certificate" "$out"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" "ssl_certificate_key = $T/a.crt")
-	check_match "key file without a key" "e\.conf: ssl_certificate_key $T/a\.crt: no PEM private key" "$out"
+	check_match "key file without a key" "e\.conf:5: ssl_certificate_key $T/a\.crt: no PEM private key" "$out"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" "ssl_certificate_key = $T/b.key")
 	check_match "key of another certificate" \
-		"e\.conf: ssl_certificate_key $T/b\.key: does not match ssl_certificate $T/a\.crt" "$out"
+		"e\.conf:5: ssl_certificate_key $T/b\.key: does not match ssl_certificate $T/a\.crt" "$out"
 	# a FIFO nobody writes to: refused at once, not waited on
 	mkfifo "$T/key.fifo"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" \
 		"ssl_certificate_key = $T/key.fifo")
 	check_match "key file a FIFO: not a regular file" \
-		"e\.conf: ssl_certificate_key $T/key\.fifo: not a regular file" "$out"
+		"e\.conf:5: ssl_certificate_key $T/key\.fifo: not a regular file" "$out"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt" "ssl_certificate_key = $T/a.key")
 	check_match "good pair: valid" "configuration $T/e\.conf is valid" "$out"
 	# at start-up: the same message, exit 1, nothing served

@@ -94,7 +94,7 @@ START_TEST(opens_what_the_file_names)
 
 	start_as_nobody();
 	ck_assert_int_eq(open(key, O_RDONLY), -1);      /* nobody cannot */
-	fd = fsd_priv_open(key, O_RDONLY);
+	fd = fsd_priv_open(key, O_RDONLY, NULL);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(read(fd, buf, sizeof buf - 1), 7);
 	ck_assert_str_eq(buf, "secret\n");
@@ -102,7 +102,7 @@ START_TEST(opens_what_the_file_names)
 	close(fd);
 
 	/* the file is read again on each request */
-	ck_assert_int_eq(fsd_priv_open(other, O_RDONLY), -EPERM);
+	ck_assert_int_eq(fsd_priv_open(other, O_RDONLY, NULL), -EPERM);
 	fsd_priv_stop();
 }
 END_TEST
@@ -110,17 +110,17 @@ END_TEST
 START_TEST(refuses_the_rest)
 {
 	start_as_nobody();
-	ck_assert_int_eq(fsd_priv_open(other, O_RDONLY), -EPERM);
-	ck_assert_int_eq(fsd_priv_open("/etc/shadow", O_RDONLY), -EPERM);
-	ck_assert_int_eq(fsd_priv_open(key, O_RDWR), -EPERM);
-	ck_assert_int_eq(fsd_priv_open(key, O_WRONLY | O_APPEND), -EPERM);
-	ck_assert_int_eq(fsd_priv_open(key, O_RDONLY | O_CREAT), -EPERM);
+	ck_assert_int_eq(fsd_priv_open(other, O_RDONLY, NULL), -EPERM);
+	ck_assert_int_eq(fsd_priv_open("/etc/shadow", O_RDONLY, NULL), -EPERM);
+	ck_assert_int_eq(fsd_priv_open(key, O_RDWR, NULL), -EPERM);
+	ck_assert_int_eq(fsd_priv_open(key, O_WRONLY | O_APPEND, NULL), -EPERM);
+	ck_assert_int_eq(fsd_priv_open(key, O_RDONLY | O_CREAT, NULL), -EPERM);
 	/* named, but a FIFO: refused at once (opening it must not block) */
-	ck_assert_int_eq(fsd_priv_open(fifo, O_RDONLY), -EINVAL);
+	ck_assert_int_eq(fsd_priv_open(fifo, O_RDONLY, NULL), -EINVAL);
 	/* the same file by another name */
 	char alias[160];
 	snprintf(alias, sizeof alias, "%s/./key.pem", dir);
-	ck_assert_int_eq(fsd_priv_open(alias, O_RDONLY), -EPERM);
+	ck_assert_int_eq(fsd_priv_open(alias, O_RDONLY, NULL), -EPERM);
 	fsd_priv_stop();
 }
 END_TEST
@@ -135,7 +135,7 @@ START_TEST(binds_what_the_file_names)
 	snprintf(text, sizeof text, "127.0.0.1:%d", low);
 	l.text = text;
 	ck_assert_int_eq(conf_parse_listen(text, &l.addr, &l.addrlen), 0);
-	fd = fsd_priv_bind(&l);
+	fd = fsd_priv_bind(&l, NULL);
 	ck_assert_int_ge(fd, 0);
 	struct sockaddr_in sa;
 	socklen_t len = sizeof sa;
@@ -145,7 +145,7 @@ START_TEST(binds_what_the_file_names)
 
 	snprintf(text, sizeof text, "127.0.0.1:%d", low2);
 	ck_assert_int_eq(conf_parse_listen(text, &l.addr, &l.addrlen), 0);
-	ck_assert_int_eq(fsd_priv_bind(&l), -EPERM);
+	ck_assert_int_eq(fsd_priv_bind(&l, NULL), -EPERM);
 	fsd_priv_stop();
 }
 END_TEST
@@ -155,13 +155,13 @@ START_TEST(follows_the_file)
 	int fd;
 
 	start_helper();
-	ck_assert_int_eq(fsd_priv_open(other, O_RDONLY), -EPERM);
+	ck_assert_int_eq(fsd_priv_open(other, O_RDONLY, NULL), -EPERM);
 	/* root edits the file (a reload is coming): it names other now */
 	write_conf(other);
-	fd = fsd_priv_open(other, O_RDONLY);
+	fd = fsd_priv_open(other, O_RDONLY, NULL);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(fsd_priv_open(key, O_RDONLY), -EPERM);
+	ck_assert_int_eq(fsd_priv_open(key, O_RDONLY, NULL), -EPERM);
 	fsd_priv_stop();
 }
 END_TEST
@@ -179,7 +179,7 @@ START_TEST(follows_root_links_only)
 	ck_assert_ptr_nonnull(pw);
 	start_helper();
 	write_conf(rootlink);
-	fd = fsd_priv_open(rootlink, O_RDONLY);
+	fd = fsd_priv_open(rootlink, O_RDONLY, NULL);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(read(fd, buf, sizeof buf - 1), 7);
 	ck_assert_str_eq(buf, "secret\n");
@@ -190,7 +190,44 @@ START_TEST(follows_root_links_only)
 	ck_assert_int_eq(setgid(pw->pw_gid), 0);
 	ck_assert_int_eq(setuid(pw->pw_uid), 0);
 	ck_assert_int_eq(symlink(key, planted), 0);
-	ck_assert_int_eq(fsd_priv_open(planted, O_RDONLY), -ELOOP);
+	ck_assert_int_eq(fsd_priv_open(planted, O_RDONLY, NULL), -ELOOP);
+	fsd_priv_stop();
+}
+END_TEST
+
+/* A refusal comes back with the helper's reason, not a bare errno: the
+ * daemon's message must say what is wrong with the file. */
+START_TEST(says_why)
+{
+	struct conf_listen l = { 0 };
+	char why[LO_MSG], text[32];
+	struct passwd *pw = getpwnam("nobody");
+
+	ck_assert_ptr_nonnull(pw);
+	start_helper();
+	ck_assert_int_eq(fsd_priv_open(other, O_RDONLY, why), -EPERM);
+	ck_assert_str_eq(why, "not named in the configuration file");
+	write_conf(dir);
+	ck_assert_int_eq(fsd_priv_open(dir, O_RDONLY, why), -EISDIR);
+	ck_assert_str_eq(why, "is a directory");
+	write_conf(fifo);
+	ck_assert_int_eq(fsd_priv_open(fifo, O_RDONLY, why), -EINVAL);
+	ck_assert_str_eq(why, "not a regular file");
+	snprintf(text, sizeof text, "127.0.0.1:%d", low2);
+	l.text = text;
+	ck_assert_int_eq(conf_parse_listen(text, &l.addr, &l.addrlen), 0);
+
+	write_conf(planted);
+	ck_assert_int_eq(setgroups(1, &pw->pw_gid), 0);
+	ck_assert_int_eq(setgid(pw->pw_gid), 0);
+	ck_assert_int_eq(setuid(pw->pw_uid), 0);
+	ck_assert_int_eq(fsd_priv_bind(&l, why), -EPERM);
+	ck_assert_str_eq(why, "not named in the configuration");
+	unlink(planted);
+	ck_assert_int_eq(symlink(key, planted), 0);
+	ck_assert_int_eq(fsd_priv_open(planted, O_RDONLY, why), -ELOOP);
+	ck_assert_str_eq(why, "symbolic link key.pem in the path could be changed "
+	                 "by others than root");
 	fsd_priv_stop();
 }
 END_TEST
@@ -243,7 +280,7 @@ static Suite *suite(void)
 {
 	const TTest *tests[] = { opens_what_the_file_names, refuses_the_rest,
 	                         binds_what_the_file_names, follows_the_file,
-	                         follows_root_links_only };
+	                         follows_root_links_only, says_why };
 	return tmain_one_tcase("priv", tests, sizeof tests / sizeof *tests);
 }
 
