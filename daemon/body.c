@@ -51,6 +51,11 @@ static bool cached(int fd, uint64_t off, uint64_t len)
 	       preadv2(fd, &iov, 1, (off_t)(off + len - 1), RWF_NOWAIT) == 1;
 }
 
+bool fsd_body_resident(int fd, uint64_t off, uint64_t len)
+{
+	return !len || cached(fd, off, len);
+}
+
 /* Submits one call and parks until it completes; the cookie is kept in
  * rq so that a deadline or a stop can cancel it (fsd_req_cancel_calls). */
 static long submit_wait(struct fsd_req *rq, long call, const unsigned long *args)
@@ -204,6 +209,9 @@ struct MHD_Response *fsd_body(struct fsd_req *rq, int fd, uint64_t off,
 	}
 	if (rq->method == FSD_M_GET)
 		warm(rq, fd, off, len);
+	/* (the cache opens the file again itself, once it is watched) */
+	if (cache_stx && rq->method == FSD_M_GET && !rq->abandoned && !fsd_tls_conn(rq->conn))
+		fsd_fcache_put(rq, path, cache_stx, NULL, len);
 	if (fsd_tls_conn(rq->conn)) {
 		resp = tls_body(fd, off, len, path);
 		if (resp && rq->method == FSD_M_GET)

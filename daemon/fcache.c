@@ -2,10 +2,13 @@
 
 #include "daemon/fcache.h"
 #include "daemon/fcache_int.h"
+#include "daemon/body.h"
 #include "daemon/daemon.h"
 #include "daemon/mime.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/sent.h"
+#include "daemon/tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -33,6 +37,10 @@
  * watch: other processes of the user may hold the rest, and emptying
  * the whole cache for one file would not help them or us. */
 #define MAX_KERNEL_EVICT 16u
+/* Open files kept for bodies above small_file_max, per worker, at most
+ * (and at most 1/64 of the open file limit over the workers: the
+ * connections' own files come first). */
+#define MAX_FD_ENTRIES 64u
 
 struct entry {
 	struct entry *hnext;            /* bucket chain */
@@ -41,6 +49,8 @@ struct entry {
 	bool doomed;
 	bool verified;                  /* filled, and no event since its watches */
 	bool no_sidecars;               /* FILE.br, .zst, .gz absent: serves Accept-Encoding too */
+	bool fdbody;                    /* above small_file_max: ok holds the open file */
+	int fd;                         /* ... which is this one (ok's, not ours to close) */
 	uint64_t hash;
 	uint64_t gen;                   /* to recognise ours after parking */
 	struct blob *body;              /* our reference; NULL until filled */
@@ -89,6 +99,7 @@ struct fcache {
 	struct entry *lru_head, *lru_tail;
 	struct entry *doomed;
 	unsigned n;
+	unsigned nfd, max_fd;           /* entries with an open file; their bound */
 	size_t bytes;
 	unsigned budget;                /* inotify watches */
 	unsigned long epoch;            /* fcw_epoch() when last synced */
@@ -149,7 +160,10 @@ static void entry_drop(struct entry *e)
 	*pp = e->hnext;
 	lru_unlink(e);
 	fc->n--;
-	fc->bytes -= e->len;
+	if (e->body)
+		fc->bytes -= e->len;
+	if (e->fdbody)
+		fc->nfd--;
 	for (unsigned i = 0; i < e->ndeps; i++)
 		fcw_unwatch(&e->dep[i]);
 	/* Responses still being sent keep the body alive. */
@@ -172,6 +186,20 @@ static bool evict(const struct entry *keep)
 	struct entry *e = fc->lru_tail;
 
 	while (e && e == keep)
+		e = e->prev;
+	if (!e)
+		return false;
+	entry_drop(e);
+	return true;
+}
+
+/* Drops the least recently used entry holding an open file other than
+ * @keep; false if none. */
+static bool evict_fd(const struct entry *keep)
+{
+	struct entry *e = fc->lru_tail;
+
+	while (e && (e == keep || !e->fdbody))
 		e = e->prev;
 	if (!e)
 		return false;
@@ -248,6 +276,13 @@ int fsd_fcache_init(void)
 		fc->nbuckets *= 2;
 	fc->bucket = calloc(fc->nbuckets, sizeof *fc->bucket);
 	fc->budget = fcw_default_budget();
+	struct rlimit rl;
+	fc->max_fd = MAX_FD_ENTRIES;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 64 / fsd->conf.workers < fc->max_fd)
+		fc->max_fd = (unsigned)(rl.rlim_cur / 64 / fsd->conf.workers);
+	if (fc->max_fd > fsd->conf.fcache_entries)
+		fc->max_fd = fsd->conf.fcache_entries;
 	int r = fc->bucket ? fcw_init(fc->budget, fire) : -ENOMEM;
 	if (r < 0) {
 		log_once("inotify or the mount table", -r);
@@ -281,24 +316,17 @@ static struct fsd_validators validators(const struct entry *e)
 	return (struct fsd_validators){ e->etag, e->lastmod, fsd->conf.sidecars };
 }
 
-/* The entry's shared 200 response, made on its first hit. */
-static struct shared *entry_ok(struct entry *e)
+/* Makes @resp (NULL: failed, nothing to free) the entry's shared 200
+ * response, with its headers. */
+static struct shared *share(struct entry *e, struct MHD_Response *resp)
 {
-	struct shared *sh;
-	struct MHD_Response *resp;
+	struct shared *sh = resp ? malloc(sizeof *sh) : NULL;
 
-	if (e->ok)
-		return e->ok;
-	sh = malloc(sizeof *sh);
-	resp = MHD_create_response_from_buffer_with_free_callback_cls(
-		e->len, e->body->data, blob_unref, e->body);
-	if (!sh || !resp) {
-		free(sh);
+	if (!sh) {
 		if (resp)
 			MHD_destroy_response(resp);
 		return NULL;
 	}
-	e->body->refs++;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, e->ctype);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
 	struct fsd_validators v = validators(e);
@@ -308,6 +336,21 @@ static struct shared *entry_ok(struct entry *e)
 	sh->r = resp;
 	e->ok = sh;
 	return sh;
+}
+
+/* The entry's shared 200 response, made on its first hit (an entry
+ * with an open file has it from its fill). */
+static struct shared *entry_ok(struct entry *e)
+{
+	struct MHD_Response *resp;
+
+	if (e->ok || !e->body)
+		return e->ok;
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(
+		e->len, e->body->data, blob_unref, e->body);
+	if (resp)
+		e->body->refs++;
+	return share(e, resp);
 }
 
 /* The entry that may answer a request (@ae: one with Accept-Encoding
@@ -333,6 +376,13 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	sync_events(false);
 	if (!fc || !(e = find_usable(rel, h, ae)))
 		return 1;
+	/* An open file goes out by sendfile on the loop: not under TLS
+	 * (body.c reads it there), and only when no page of it must come
+	 * from the disk (the file system path reads ahead through the
+	 * ring first). */
+	if (e->fdbody && (fsd_tls_conn(rq->conn) ||
+	                  (rq->method == FSD_M_GET && !fsd_body_resident(e->fd, 0, e->len))))
+		return 1;
 	FSD_M_INC(fc_hits);
 	lru_unlink(e);
 	lru_front(e);
@@ -344,7 +394,15 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	if (!sh)
 		return 1;
 	sh->refs++;
+	if (e->fdbody)
+		fsd_sent_count(rq);
 	fsd_req_respond_shared(rq, MHD_HTTP_OK, sh->r, e->len, shared_put, sh);
+	if (e->fdbody && rq->method == FSD_M_GET && rq->resp == sh->r && rq->conn) {
+		/* a file that shrinks under sendfile would stall it: watched
+		 * as body.c watches its own */
+		fsd_sent_respond(rq, sh->r, MHD_HTTP_OK);
+		fsd_sent_watch(rq, e->fd, e->len, rel);
+	}
 	return 0;
 }
 
@@ -474,6 +532,34 @@ static struct blob *read_body(int pfd, size_t size)
 	return b;
 }
 
+/* Opens the file open as @pfd (O_PATH, watched) for reading and makes
+ * it @e's shared response: sendfile then reads it for every hit, the
+ * way it was when watched (any change since is an event). Never parks. */
+static bool fill_fd(struct entry *e, int pfd)
+{
+	char path[40];
+
+	while (fc->nfd >= fc->max_fd && evict_fd(e))
+		;
+	if (fc->nfd >= fc->max_fd)
+		return false;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", pfd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(e->len, fd, 0);
+	if (!resp) {
+		close(fd);
+		return false;
+	}
+	if (!share(e, resp))
+		return false;
+	e->fd = fd;
+	e->fdbody = true;
+	fc->nfd++;
+	return true;
+}
+
 /* Fills @e (in the table, unverified, its dependencies unlinked) from
  * the file as it is once every watch exists: the statx and the bytes
  * kept are taken after the file's inode and every directory above it
@@ -488,27 +574,36 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 
 	if (fd < 0)
 		return false;
+	bool large = false;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) < 0 ||
-	    !S_ISREG(sx.stx_mode) || sx.stx_size > fsd->conf.small_file_max ||
-	    sx.stx_size > fsd->conf.fcache_bytes / 4 ||
+	    !S_ISREG(sx.stx_mode) ||
+	    ((large = sx.stx_size > fsd->conf.small_file_max) ? !fc->max_fd :
+	     sx.stx_size > fsd->conf.fcache_bytes / 4) ||
 	    proto_httpdate_format((time_t)sx.stx_mtime.tv_sec, e->lastmod) < 0) {
 		close(fd);
 		return false;
 	}
-	struct blob *b = read_body(fd, (size_t)sx.stx_size);
-	close(fd);
-	if (!b || !still(e, rel, h, gen)) {
-		free(b);
-		return false;
-	}
-	e->body = b;
 	e->len = (size_t)sx.stx_size;
-	fc->bytes += e->len;
 	e->mtime = (time_t)sx.stx_mtime.tv_sec;
 	proto_etag_make(fsd->conf.etag, sx.stx_ino, sx.stx_size, sx.stx_mtime.tv_sec,
 	                sx.stx_mtime.tv_nsec, NULL, e->etag);
-	while (fc->bytes > fsd->conf.fcache_bytes && evict(e))
-		;
+	if (large) {
+		bool ok = fill_fd(e, fd);
+		close(fd);
+		if (!ok)
+			return false;
+	} else {
+		struct blob *b = read_body(fd, (size_t)sx.stx_size);
+		close(fd);
+		if (!b || !still(e, rel, h, gen)) {
+			free(b);
+			return false;
+		}
+		e->body = b;
+		fc->bytes += e->len;
+		while (fc->bytes > fsd->conf.fcache_bytes && evict(e))
+			;
+	}
 	/* with the watches in place, a sidecar created later is an event */
 	bool none = fsd->conf.sidecars && !sidecars_exist(rq, rel);
 	if (!still(e, rel, h, gen))
@@ -527,7 +622,7 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	 * filled by fill() instead, after them. */
 	(void)buf;
 	if (!fc || rq->method != FSD_M_GET || !*rel || len != stx->stx_size ||
-	    len > fsd->conf.small_file_max || len > fsd->conf.fcache_bytes / 4 ||
+	    (len > fsd->conf.small_file_max ? !fc->max_fd : len > fsd->conf.fcache_bytes / 4) ||
 	    !S_ISREG(stx->stx_mode))
 		return;
 	/* (a file the cache could hold, read from the file system) */
@@ -578,6 +673,6 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	/* anything since the watches were added drops it here */
 	if (fc)
 		sync_events(true);
-	if (fc && find(rel, h) == e && e->gen == gen && e->body)
+	if (fc && find(rel, h) == e && e->gen == gen && (e->body || e->fdbody))
 		e->verified = true;
 }

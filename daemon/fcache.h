@@ -3,6 +3,9 @@
  * files, kept correct when files change (inotify), so that a hit costs
  * no system call (a look at an io_uring CQ tail; a read of the inotify
  * fd only after a change) instead of openat2 + statx + pread + close.
+ * A file above small_file_max is kept as an open descriptor instead
+ * (a few per worker), sent by sendfile for every hit: no open, stat or
+ * close per request, and no fibril.
  *
  * Threads: every function runs on a worker thread and touches only that
  * thread's cache (thread-local); fsd_fcache_put runs on the request's
@@ -76,11 +79,14 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel);
 
 /* On the request fibril, after the caller read the whole body of @rel
  * (@len == stx->stx_size bytes at @buf, for a 200 with no
- * Content-Encoding) from the file whose statx is @stx. Keeps nothing of
- * @buf: those bytes were read before any watch existed, so the entry is
- * filled from the file again once it is watched. May park the fibril
- * (it reads the file and looks for sidecars) and never fails visibly:
- * the entry is just not kept. */
+ * Content-Encoding) from the file whose statx is @stx; or, for a body
+ * above small_file_max (@buf NULL), before it sends the whole file by
+ * sendfile. Keeps nothing of @buf: those bytes were read before any
+ * watch existed, so the entry is filled from the file again once it is
+ * watched (a large one keeps the file open, opened again after the
+ * watches, and sends from it for every hit). May park the fibril (it
+ * reads the file and looks for sidecars) and never fails visibly: the
+ * entry is just not kept. */
 void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx,
                     const void *buf, size_t len);
 

@@ -1,0 +1,153 @@
+# Files above small_file_max: the cache keeps them open and sends every
+# hit from that descriptor (daemon/fcache.c), and is never stale: a file
+# rewritten in place (same size and mtime), renamed over, truncated,
+# grown, written through a hard link or deleted is served as it is now
+# on the very next request; one truncated while a hit is being sent
+# ends that connection instead of stalling it; more files than the
+# cache keeps open evict each other and stay exact.
+. "$top_srcdir/t/daemon/lib.sh"
+
+D=$T/root
+mkdir -p "$D/big"
+. "$top_srcdir/t/daemon/fcache_lib.sh"
+
+# big FILE KIB: KIB KiB of fresh random bytes
+big() {
+	head -c "$(($2 * 1024))" /dev/urandom > "$1"
+	chmod 644 "$1"
+}
+
+# same NAME LABEL: GET twice, both byte-identical to the file now on disk
+same() {
+	local i
+	for i in 1 2; do
+		curl -s -o "$T/got" "$URL/$1"
+		if cmp -s "$T/got" "$D/$1"; then ok "$2 (fetch $i)"
+		else not_ok "$2 (fetch $i): body differs from $D/$1"; fi
+	done
+}
+
+checks() {
+	rm -rf "$D"; mkdir -p "$D/big"; chmod 755 "$D" "$D/big"
+	big "$D/big/f.bin" 300
+	start_daemon --root "$D" -c "$conf"
+
+	check "a 300 KiB file: the second fetch is a hit (not opened)" "1 hits, 0 wrong" \
+		"$(python3 "$top_srcdir/t/daemon/fcache-hits.py" "$PORT" "$D" big/f.bin)"
+	same big/f.bin "initial"
+
+	# On one keep-alive connection: fetch (a hit), change the file
+	# one way or another, fetch again at once. Each change must show.
+	check "rewrite, rename over, truncate, grow, hard link: all fresh" "0 stale of 200" \
+		"$(python3 - "$PORT" "$D/big" <<'PY'
+import http.client, os, sys
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+d = sys.argv[2]
+path = os.path.join(d, "f.bin")
+def get():
+    conn.request("GET", "/big/f.bin")
+    r = conn.getresponse()
+    return r.read()
+def write(p, body):
+    with open(p, "wb") as f:
+        f.write(body)
+    os.chmod(p, 0o644)
+stale = 0
+for i in range(40):
+    get(); get()
+    # in place: same size, same mtime, other bytes
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        f.seek(1000 * i)
+        f.write(b"%08d" % i)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    stale += get() != open(path, "rb").read()
+    # another file renamed over it
+    write(path + ".tmp", os.urandom(200 * 1024 + i))
+    os.rename(path + ".tmp", path)
+    get()
+    stale += get() != open(path, "rb").read()
+    # truncated, then grown
+    os.truncate(path, 100 * 1024 + i)
+    stale += get() != open(path, "rb").read()
+    with open(path, "ab") as f:
+        f.write(os.urandom(150 * 1024))
+    stale += get() != open(path, "rb").read()
+    # written through a hard link made after it was cached
+    get()
+    os.link(path, path + ".link")
+    with open(path + ".link", "r+b") as f:
+        f.write(b"LINKED%04d" % i)
+    os.unlink(path + ".link")
+    stale += get() != open(path, "rb").read()
+print("%d stale of 200" % stale)
+PY
+)"
+
+	rm "$D/big/f.bin"
+	check "deleted: 404" 404 "$(code /big/f.bin)"
+	big "$D/big/f.bin" 300
+	same big/f.bin "created again"
+
+	# A hit being sent to a client that reads slowly when the file is
+	# truncated: what left is the file's start, the connection ends
+	# (no stall), the daemon logs it and serves the new file exactly.
+	big "$D/big/t.bin" 16384
+	curl -s -o /dev/null "$URL/big/t.bin"
+	curl -s -o /dev/null "$URL/big/t.bin"
+	check "truncated under a cached send" "cut, prefix exact" "$(python3 - "$PORT" "$D/big/t.bin" <<'PY'
+import os, socket, sys, time
+path = sys.argv[2]
+want = open(path, "rb").read()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(20)
+s.sendall(b"GET /big/t.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+got = b""
+while len(got) < 256 * 1024:
+    got += s.recv(65536)
+os.truncate(path, 1024 * 1024)
+t0 = time.monotonic()
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+except (ConnectionResetError, socket.timeout) as e:
+    print("no end: %r" % e)
+    sys.exit(0)
+body = got[got.index(b"\r\n\r\n") + 4:]
+if len(body) >= len(want):
+    print("not cut: %d bytes" % len(body))
+elif body != want[:len(body)]:
+    print("prefix differs")
+elif time.monotonic() - t0 > 10:
+    print("cut late")
+else:
+    print("cut, prefix exact")
+PY
+)"
+	check_log "truncation logged" "$T/daemon.err" "file shrank"
+	same big/t.bin "the truncated file afterwards"
+
+	# More large files than the cache keeps open (64 per worker): they
+	# evict each other; every fetch exact, every change seen.
+	local i bad=0
+	for i in $(seq 1 80); do big "$D/big/m$i.bin" 80; done
+	for i in $(seq 1 80); do
+		curl -s -o "$T/got" -o "$T/got2" "$URL/big/m$i.bin" "$URL/big/m$i.bin"
+		cmp -s "$T/got" "$D/big/m$i.bin" && cmp -s "$T/got2" "$D/big/m$i.bin" || bad=$((bad + 1))
+	done
+	for i in 1 40 79 80; do big "$D/big/m$i.bin" 90; done
+	for i in $(seq 1 80); do
+		curl -s -o "$T/got" "$URL/big/m$i.bin"
+		cmp -s "$T/got" "$D/big/m$i.bin" || bad=$((bad + 1))
+	done
+	check "80 large files, then 4 rewritten: all exact" 0 "$bad"
+	check "and the daemon still serves" 200 "$(code /big/m7.bin)"
+	stop_daemon
+}
+
+run_backends checks
