@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -41,6 +42,10 @@
  * (and at most 1/64 of the open file limit over the workers: the
  * connections' own files come first). */
 #define MAX_FD_ENTRIES 64u
+/* Such a file up to this size is mapped (MAP_SHARED, the page cache's
+ * own pages) and sent by libmicrohttpd as a buffer: headers and body in
+ * one sendmsg, the way small bodies go. Larger ones go by sendfile. */
+#define MAP_MAX (64u << 20)
 
 struct entry {
 	struct entry *hnext;            /* bucket chain */
@@ -50,6 +55,7 @@ struct entry {
 	bool verified;                  /* filled, and no event since its watches */
 	bool no_sidecars;               /* FILE.br, .zst, .gz absent: serves Accept-Encoding too */
 	bool fdbody;                    /* above small_file_max: ok holds the open file */
+	bool mapped;                    /* ... as a shared mapping sent by sendmsg */
 	int fd;                         /* ... which is this one (ok's, not ours to close) */
 	uint64_t hash;
 	uint64_t gen;                   /* to recognise ours after parking */
@@ -398,10 +404,12 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 		fsd_sent_count(rq);
 	fsd_req_respond_shared(rq, MHD_HTTP_OK, sh->r, e->len, shared_put, sh);
 	if (e->fdbody && rq->method == FSD_M_GET && rq->resp == sh->r && rq->conn) {
-		/* a file that shrinks under sendfile would stall it: watched
-		 * as body.c watches its own */
 		fsd_sent_respond(rq, sh->r, MHD_HTTP_OK);
-		fsd_sent_watch(rq, e->fd, e->len, rel);
+		/* A file that shrinks under sendfile would stall it: watched
+		 * as body.c watches its own. (Past the end of a mapping the
+		 * send fails instead, and libmicrohttpd closes the connection.) */
+		if (!e->mapped)
+			fsd_sent_watch(rq, e->fd, e->len, rel);
 	}
 	return 0;
 }
@@ -532,12 +540,56 @@ static struct blob *read_body(int pfd, size_t size)
 	return b;
 }
 
+/* A large body kept as a shared mapping of the file, and the file. */
+struct mapping { void *p; size_t len; int fd; };
+
+static void mapping_free(void *cls)
+{
+	struct mapping *m = cls;
+
+	munmap(m->p, m->len);
+	close(m->fd);
+	free(m);
+}
+
+/* The 200 response of the file open as @fd (owned from here on), @len
+ * bytes: a buffer over a shared mapping of it when it is at most
+ * MAP_MAX, else the file itself. NULL: failed. */
+static struct MHD_Response *large_response(int fd, size_t len, bool *mapped)
+{
+	struct MHD_Response *resp;
+	struct mapping *m;
+
+	*mapped = false;
+	if (len <= MAP_MAX && (m = malloc(sizeof *m))) {
+		m->p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+		m->len = len;
+		m->fd = fd;
+		resp = m->p == MAP_FAILED ? NULL :
+			MHD_create_response_from_buffer_with_free_callback_cls(len, m->p,
+			                                                       mapping_free, m);
+		if (resp) {
+			*mapped = true;
+			return resp;
+		}
+		if (m->p != MAP_FAILED)
+			munmap(m->p, len);
+		free(m);
+	}
+	resp = MHD_create_response_from_fd_at_offset64(len, fd, 0);
+	if (!resp)
+		close(fd);
+	return resp;
+}
+
 /* Opens the file open as @pfd (O_PATH, watched) for reading and makes
- * it @e's shared response: sendfile then reads it for every hit, the
- * way it was when watched (any change since is an event). Never parks. */
+ * it @e's shared response, which every hit sends the way the file is
+ * (any change since the watches is an event that drops the entry).
+ * Never parks. */
 static bool fill_fd(struct entry *e, int pfd)
 {
 	char path[40];
+	bool mapped;
 
 	while (fc->nfd >= fc->max_fd && evict_fd(e))
 		;
@@ -547,15 +599,11 @@ static bool fill_fd(struct entry *e, int pfd)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return false;
-	struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(e->len, fd, 0);
-	if (!resp) {
-		close(fd);
-		return false;
-	}
-	if (!share(e, resp))
+	if (!share(e, large_response(fd, e->len, &mapped)))
 		return false;
 	e->fd = fd;
 	e->fdbody = true;
+	e->mapped = mapped;
 	fc->nfd++;
 	return true;
 }

@@ -3,9 +3,9 @@
  * files, kept correct when files change (inotify), so that a hit costs
  * no system call (a look at an io_uring CQ tail; a read of the inotify
  * fd only after a change) instead of openat2 + statx + pread + close.
- * A file above small_file_max is kept as an open descriptor instead
- * (a few per worker), sent by sendfile for every hit: no open, stat or
- * close per request, and no fibril.
+ * A file above small_file_max is kept open instead (a few per worker;
+ * mapped up to 64 MiB and sent with its headers in one sendmsg, by
+ * sendfile above): no open, stat or close per request, and no fibril.
  *
  * Threads: every function runs on a worker thread and touches only that
  * thread's cache (thread-local); fsd_fcache_put runs on the request's

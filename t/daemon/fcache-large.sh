@@ -3,8 +3,9 @@
 # rewritten in place (same size and mtime), renamed over, truncated,
 # grown, written through a hard link or deleted is served as it is now
 # on the very next request; one truncated while a hit is being sent
-# ends that connection instead of stalling it; more files than the
-# cache keeps open evict each other and stay exact.
+# (from a mapping, or by sendfile above 64 MiB) ends that connection
+# instead of stalling it; more files than the cache keeps open evict
+# each other and stay exact.
 . "$top_srcdir/t/daemon/lib.sh"
 
 D=$T/root
@@ -90,12 +91,19 @@ PY
 	same big/f.bin "created again"
 
 	# A hit being sent to a client that reads slowly when the file is
-	# truncated: what left is the file's start, the connection ends
-	# (no stall), the daemon logs it and serves the new file exactly.
+	# truncated: what left is the file's start, the connection ends (no
+	# stall) and the new file is served exactly. A 16 MiB file is sent
+	# from a mapping, an 80 MiB one (sparse) by sendfile; the cut of the
+	# latter is logged.
 	big "$D/big/t.bin" 16384
-	curl -s -o /dev/null "$URL/big/t.bin"
-	curl -s -o /dev/null "$URL/big/t.bin"
-	check "truncated under a cached send" "cut, prefix exact" "$(python3 - "$PORT" "$D/big/t.bin" <<'PY'
+	truncate -s 80M "$D/big/s.bin"
+	chmod 644 "$D/big/s.bin"
+	check "16 MiB and 80 MiB files: hits" "2 hits, 0 wrong" \
+		"$(python3 "$top_srcdir/t/daemon/fcache-hits.py" "$PORT" "$D" big/t.bin big/s.bin)"
+	local f
+	for f in t s; do
+		check "$f.bin truncated under a cached send" "cut, prefix exact" \
+			"$(python3 - "$PORT" "$D/big/$f.bin" "/big/$f.bin" <<'PY'
 import os, socket, sys, time
 path = sys.argv[2]
 want = open(path, "rb").read()
@@ -103,7 +111,7 @@ s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
 s.connect(("127.0.0.1", int(sys.argv[1])))
 s.settimeout(20)
-s.sendall(b"GET /big/t.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+s.sendall(b"GET " + sys.argv[3].encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
 got = b""
 while len(got) < 256 * 1024:
     got += s.recv(65536)
@@ -129,8 +137,9 @@ else:
     print("cut, prefix exact")
 PY
 )"
-	check_log "truncation logged" "$T/daemon.err" "file shrank"
-	same big/t.bin "the truncated file afterwards"
+		same big/$f.bin "$f.bin truncated, afterwards"
+	done
+	check_log "the cut under sendfile logged" "$T/daemon.err" "read big/s.bin: file shrank"
 
 	# More large files than the cache keeps open (64 per worker): they
 	# evict each other; every fetch exact, every change seen.
