@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "contrib/sftpd/sftpd.h"
@@ -153,16 +155,46 @@ static bool sftpd__parse(struct sconn *c)
 	return c->out.len == c->out.off || sftpd__write(c);
 }
 
+/* read(2), and with the timeline on, the kernel's arrival time of
+ * what was read (the socket's SO_TIMESTAMPNS; 0 on a pipe). */
+static ssize_t sftpd__read(struct sconn *c, uint8_t *buf, size_t len)
+{
+	if (!sftpd_tl_on)
+		return read(c->rfd, buf, len);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	union {
+		char b[CMSG_SPACE(sizeof(struct timespec))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	                     .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };
+	ssize_t n = recvmsg(c->rfd, &mh, 0);
+	if (n < 0 && errno == ENOTSOCK)
+		n = read(c->rfd, buf, len), mh.msg_controllen = 0;
+	c->tl_read = sftpd_tl_now();
+	c->tl_arr = 0;
+	for (struct cmsghdr *cm = mh.msg_controllen ? CMSG_FIRSTHDR(&mh) : NULL;
+	     cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts;
+			memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+			c->tl_arr = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		}
+	return n;
+}
+
 static void sftpd__on_io(struct tevent_context *ev, struct tevent_fd *fde,
                      uint16_t flags, void *arg)
 {
 	struct sconn *c = arg;
 
 	(void)ev;
+	if (sftpd_tl_on)
+		sftpd_tl_conn();
 	if ((flags & TEVENT_FD_WRITE) && (fde == c->wfde) && !sftpd__write(c))
 		return;
 	if ((flags & TEVENT_FD_READ) && fde == c->rfde && !c->eof) {
-		ssize_t n = read(c->rfd, c->in + c->inlen, X__INCAP - c->inlen);
+		ssize_t n = sftpd__read(c, c->in + c->inlen, X__INCAP - c->inlen);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			/* Like OpenSSH's sftp-server: the client is gone, and
 			 * so is everything it asked for (freeing the requests
@@ -193,6 +225,9 @@ static void sftpd__req_done(struct sreq *r)
 {
 	struct sconn *c = r->c;
 	bool was = sftpd__throttled(c);
+	uint8_t type = r->type;
+	bool tl = sftpd_tl_on && sftpd_tl_cheap(type);
+	uint64_t arr = r->tl_arr, rd = r->tl_read, built = tl ? sftpd_tl_now() : 0;
 
 	c->pending--;
 	talloc_free(r);
@@ -202,6 +237,9 @@ static void sftpd__req_done(struct sreq *r)
 	}
 	if (!c->parsing)
 		sftpd__write_now(c);
+	if (tl)
+		sftpd_tl_req(type, arr, rd, built,
+		             !c->parsing && c->out.len == 0 ? sftpd_tl_now() : 0);
 	/* Resume from the loop, not from here: parsing dispatches, and a
 	 * reply made at once would bring us back here. */
 	if (was && !sftpd__throttled(c) && c->inlen >= 4)
@@ -249,6 +287,8 @@ int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer)
 		talloc_free(c);
 		return -ENOMEM;
 	}
+	if (sftpd_tl_on)
+		setsockopt(rfd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 1 }, sizeof(int));
 	srv->nconns++;
 	talloc_set_destructor(c, sftpd__conn_destructor);
 	return 0;

@@ -178,6 +178,13 @@ static void sftpd__on_usr1(struct tevent_context *ev, struct tevent_signal *se,
 	          async_engine_inflight(ftev_engine(srv->ft)), srv->closing);
 }
 
+static void sftpd__on_usr2(struct tevent_context *ev, struct tevent_signal *se,
+                       int signum, int count, void *siginfo, void *arg)
+{
+	(void)ev; (void)se; (void)signum; (void)count; (void)siginfo; (void)arg;
+	sftpd_tl_dump();
+}
+
 /* -u USER: the credentials every request of every connection runs
  * with. Per request: the process keeps its own ids (one process serves
  * every connection); see lk_cred_new(). Returns 0 or an exit status. */
@@ -252,9 +259,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fsd-sftp: cannot start the event loop or the engine\n");
 		return 1;
 	}
+	if (sftpd_tl_start(srv->ev) < 0) {
+		fprintf(stderr, "fsd-sftp: FSD_SFTP_TIMELINE: %s\n", strerror(errno));
+		return 1;
+	}
 	tevent_add_signal(srv->ev, srv, SIGTERM, 0, sftpd__on_signal, srv);
 	tevent_add_signal(srv->ev, srv, SIGINT, 0, sftpd__on_signal, srv);
 	tevent_add_signal(srv->ev, srv, SIGUSR1, 0, sftpd__on_usr1, srv);
+	if (sftpd_tl_on)
+		tevent_add_signal(srv->ev, srv, SIGUSR2, 0, sftpd__on_usr2, srv);
 	int status = 0;
 	for (int i = 0; i < nlisten; i++)
 		if (sftpd__listen(srv, listen_on[i]) < 0)
@@ -271,6 +284,7 @@ int main(int argc, char **argv)
 			sftpd_log("event loop: %s", strerror(errno));
 			status = 1;
 		}
+	sftpd_tl_finish();
 	/* Connections first (cancelling their operations), then the
 	 * engine, which waits out whatever is still in the kernel. */
 	talloc_free(srv->conns);

@@ -336,6 +336,8 @@ void sftpd_dispatch(struct sconn *c, uint8_t type, struct sw_reader *rd)
 	r->c = c;
 	r->type = type;
 	r->id = sw_u32(rd);
+	r->tl_arr = c->tl_arr;
+	r->tl_read = c->tl_read;
 	c->pending++;
 	switch (type) {
 	case SSH_FXP_OPEN:     sftpd__open(r, rd); break;

@@ -116,6 +116,7 @@ static void sftpd__name_reply(struct sreq *r, struct shandle *h)
 	size_t count_at = w->len;
 	uint32_t count = 0;
 	char ln[128 + 256];
+	uint64_t t0 = sftpd_tl_on ? sftpd_tl_now() : 0;
 
 	sw_put_u32(w, 0);
 	while (h->pos < h->nents && count < X__NAME_MAX_ENTRIES &&
@@ -131,6 +132,8 @@ static void sftpd__name_reply(struct sreq *r, struct shandle *h)
 		sftpd_put_attrs(w, &e->stx);
 		count++;
 	}
+	if (t0)
+		sftpd_tl_marshal(sftpd_tl_now() - t0);
 	if (count == 0) {
 		/* Every entry of the rest of the batch failed: not a reply. */
 		w->len = at;

@@ -75,6 +75,7 @@ struct sconn {
 	char peer[64];
 	struct shandle *h[SFTPD_MAX_HANDLES];
 	uint32_t gen;
+	uint64_t tl_arr, tl_read; /* timeline.c: the last read's times */
 	/* Queues the reply a request built and frees it: set by conn.c,
 	 * so that requests complete without calling back into it. */
 	void (*req_done)(struct sreq *r);
@@ -93,6 +94,7 @@ struct sreq {
 	uint32_t got, want;
 	uint64_t off;
 	struct lk_lookup_opts lo;
+	uint64_t tl_arr, tl_read; /* timeline.c, when it is on */
 };
 
 /* conn.c */
@@ -141,6 +143,21 @@ void sftpd_handle_release(struct shandle *h);
 void sftpd_close_fd(struct sftpd *srv, int fd);
 /** Closes @fd likewise and answers @r with the result once it is done. */
 void sftpd_close_reply(struct sreq *r, int fd);
+
+/* timeline.c: off unless FSD_SFTP_TIMELINE names a file */
+extern bool sftpd_tl_on;
+int sftpd_tl_start(struct tevent_context *ev);
+void sftpd_tl_finish(void);
+/** Appends the summary so far to the file and starts a new one. */
+void sftpd_tl_dump(void);
+uint64_t sftpd_tl_now(void);
+bool sftpd_tl_cheap(uint8_t type);
+/** The loop turn in progress is a connection's. */
+void sftpd_tl_conn(void);
+/** @ns of the turn in progress went into building NAME replies. */
+void sftpd_tl_marshal(uint64_t ns);
+void sftpd_tl_req(uint8_t type, uint64_t arr, uint64_t read, uint64_t built,
+                  uint64_t written);
 
 /* ops_dir.c */
 void sftpd_opendir(struct sreq *r, const char *rel);
