@@ -10,6 +10,8 @@
 
 static int sftpd__handle_destructor(struct shandle *h)
 {
+	if (h->queued)
+		sftpd_bulk_forget(h);
 	sftpd_close_fd(h->c->srv, h->fd);
 	return 0;
 }

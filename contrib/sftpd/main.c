@@ -259,6 +259,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fsd-sftp: cannot start the event loop or the engine\n");
 		return 1;
 	}
+	if (sftpd_bulk_init(srv) < 0) {
+		fprintf(stderr, "fsd-sftp: cannot start the event loop: %s\n",
+		        strerror(errno));
+		return 1;
+	}
 	if (sftpd_tl_start(srv->ev) < 0) {
 		fprintf(stderr, "fsd-sftp: FSD_SFTP_TIMELINE: %s\n", strerror(errno));
 		return 1;

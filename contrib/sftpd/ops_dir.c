@@ -3,6 +3,14 @@
  * lookup engine; READDIRs on one handle are answered in order from the
  * scan's batches, each NAME reply bounded in bytes, with ls -l style long
  * names (numeric owners: a name lookup could block the loop).
+ *
+ * NAME replies are built one per turn of the loop, handles taking turns
+ * (the bulk queue): a READDIR reply costs tens of microseconds of
+ * marshalling, and sixteen of them built in one turn (a shared scan
+ * delivers to every listing of a directory at once) would hold a STAT
+ * that comes in meanwhile for all of them. A turn of its own, on an
+ * eventfd among the connections' descriptors, lets the connections that
+ * are ready in between two replies.
  */
 #include "first.h"
 
@@ -11,6 +19,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -186,12 +195,101 @@ static void sftpd__next_done(struct tevent_req *req)
 	sftpd_handle_release(h);
 }
 
+/* ---- the bulk queue ---- */
+
+static void sftpd__bulk_arm(struct sftpd *s, bool on)
+{
+	uint64_t v = 1;
+
+	if (on ? write(s->bulk_fd, &v, sizeof(v)) : read(s->bulk_fd, &v, sizeof(v))) {
+		/* Nothing to do: an eventfd counter neither overflows
+		 * here nor fails to read once written. */
+	}
+}
+
+static void sftpd__bulk_add(struct shandle *h)
+{
+	struct sftpd *s = h->c->srv;
+
+	if (h->queued)
+		return;
+	h->queued = true;
+	h->bulk_next = NULL;
+	if (s->bulk_tail) {
+		s->bulk_tail->bulk_next = h;
+	} else {
+		s->bulk_head = h;
+		sftpd__bulk_arm(s, true);
+	}
+	s->bulk_tail = h;
+}
+
+void sftpd_bulk_forget(struct shandle *h)
+{
+	struct sftpd *s = h->c->srv;
+	struct shandle **pp = &s->bulk_head, *prev = NULL;
+
+	while (*pp && *pp != h) {
+		prev = *pp;
+		pp = &(*pp)->bulk_next;
+	}
+	if (*pp)
+		*pp = h->bulk_next;
+	if (s->bulk_tail == h)
+		s->bulk_tail = prev;
+	h->queued = false;
+	if (!s->bulk_head)
+		sftpd__bulk_arm(s, false);
+}
+
+/* One NAME reply, for the handle whose turn it is. */
+static void sftpd__bulk_turn(struct tevent_context *ev, struct tevent_fd *fde,
+                             uint16_t flags, void *arg)
+{
+	struct sftpd *s = arg;
+	struct shandle *h = s->bulk_head;
+
+	(void)ev;
+	(void)fde;
+	(void)flags;
+	if (sftpd_tl_on)
+		sftpd_tl_bulk();
+	if (!h) {
+		sftpd__bulk_arm(s, false);
+		return;
+	}
+	sftpd_bulk_forget(h);
+	if (h->closed || !h->rd_head)
+		return;
+	/* The reply may leave the rest of the batch to later turns
+	 * (sftpd__pump queues the handle again) or need another one. */
+	sftpd__name_reply(h->rd_head, h);
+	sftpd__pump(h);
+}
+
+int sftpd_bulk_init(struct sftpd *srv)
+{
+	srv->bulk_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (srv->bulk_fd < 0)
+		return -errno;
+	srv->bulk_fde = tevent_add_fd(srv->ev, srv, srv->bulk_fd, TEVENT_FD_READ,
+	                              sftpd__bulk_turn, srv);
+	if (!srv->bulk_fde) {
+		close(srv->bulk_fd);
+		return -ENOMEM;
+	}
+	tevent_fd_set_auto_close(srv->bulk_fde);
+	return 0;
+}
+
+/* ---- READDIR ---- */
+
 static void sftpd__pump(struct shandle *h)
 {
 	while (h->rd_head) {
 		if (h->pos < h->nents) {
-			sftpd__name_reply(h->rd_head, h);
-			continue;
+			sftpd__bulk_add(h);
+			return;
 		}
 		if (h->eof) {
 			sftpd_status(sftpd__pop(h), SSH_FX_EOF, "end of directory");

@@ -37,6 +37,11 @@ struct sftpd {
 	lk_cred_t *cred;          /* -u: every request acts as this user */
 	unsigned nconns;
 	unsigned closing;         /* descriptors the engine is closing */
+	/* Directory handles with a NAME reply to build (ops_dir.c), in
+	 * turn; bulk_fd (an eventfd) is readable while there are any. */
+	struct shandle *bulk_head, *bulk_tail;
+	int bulk_fd;
+	struct tevent_fd *bulk_fde;
 };
 
 struct sconn;
@@ -58,6 +63,8 @@ struct shandle {
 	bool eof;
 	struct sreq *rd_head, *rd_tail;  /* READDIRs waiting, in order */
 	bool reading;             /* a scan_next is pending */
+	bool queued;              /* on the server's bulk queue */
+	struct shandle *bulk_next;
 };
 
 struct sconn {
@@ -154,12 +161,18 @@ uint64_t sftpd_tl_now(void);
 bool sftpd_tl_cheap(uint8_t type);
 /** The loop turn in progress is a connection's. */
 void sftpd_tl_conn(void);
+/** The loop turn in progress builds a NAME reply of the bulk queue. */
+void sftpd_tl_bulk(void);
 /** @ns of the turn in progress went into building NAME replies. */
 void sftpd_tl_marshal(uint64_t ns);
 void sftpd_tl_req(uint8_t type, uint64_t arr, uint64_t read, uint64_t built,
                   uint64_t written);
 
 /* ops_dir.c */
+/** Sets up the queue of NAME replies to build; 0 or -errno. */
+int sftpd_bulk_init(struct sftpd *srv);
+/** Takes @h off that queue (when it goes). */
+void sftpd_bulk_forget(struct shandle *h);
 void sftpd_opendir(struct sreq *r, const char *rel);
 void sftpd_readdir(struct sreq *r, struct shandle *h);
 void sftpd_dir_closed(struct shandle *h);

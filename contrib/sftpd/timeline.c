@@ -26,9 +26,9 @@
 #define X__TURNS 65536u
 #define X__REQS 200000u
 
-enum { X__C_NONE, X__C_CONN, X__C_FD, X__C_IMM, X__C_TIMER, X__C_N };
+enum { X__C_NONE, X__C_CONN, X__C_BULK, X__C_FD, X__C_IMM, X__C_TIMER, X__C_N };
 static const char *const x__cat[X__C_N] = {
-	"none", "connection", "engine-fd", "immediate", "timer"
+	"none", "connection", "bulk", "engine-fd", "immediate", "timer"
 };
 
 struct x__turn {
@@ -69,6 +69,11 @@ void sftpd_tl_marshal(uint64_t ns)
 void sftpd_tl_conn(void)
 {
 	x__cur.cat = X__C_CONN;
+}
+
+void sftpd_tl_bulk(void)
+{
+	x__cur.cat = X__C_BULK;
 }
 
 static void x__loop(enum tevent_trace_point tp, void *arg)

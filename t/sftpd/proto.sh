@@ -1,8 +1,9 @@
 #!/bin/sh
 # fsd-sftp speaks SFTP v3 correctly and survives bad input: every request
-# type against real files, pipelined and out-of-order replies, escapes
-# refused, writes refused, malformed packets (bad lengths, strings past
-# the packet, NULs in paths, random bytes) answered with
+# type against real files, pipelined and out-of-order replies (a STAT
+# answered before a READDIR ahead of it), escapes refused, writes
+# refused, malformed packets (bad lengths, strings past the packet, NULs
+# in paths, random bytes) answered with
 # SSH_FX_BAD_MESSAGE or a closed connection, never a crash. Runs in the
 # sanitizer build too (make check-unit).
 . "$top_srcdir/t/sftpd/lib.sh"
@@ -23,6 +24,7 @@ for backend in uring threads; do
 	echo "# backend $backend"
 	FIBRIL_BACKEND=$backend start_sftpd "$R"
 	python3 "$SFTPC" proto "$SPORT" "$R" || fails=$((fails + 1))
+	SFTPD_ROOT=$R python3 "$SFTPC" ahead "$SPORT" /many || fails=$((fails + 1))
 	stop_sftpd
 done
 finish

@@ -347,6 +347,42 @@ def slow(port, slowdir, n):
         c.close()
 
 
+def ahead(port, path):
+    # A READDIR whose entries are at hand (the rest of a batch) and a STAT
+    # sent behind it in one segment: the STAT is answered first, the NAME
+    # reply being built in a turn of its own. Twice: once mid-batch, once
+    # with the directory's last entries.
+    c = Conn(port)
+    c.call("STAT", s("a.txt"))  # in the dentry cache: answered inline
+    t, p = c.call("OPENDIR", s(path))
+    h = s(p[4:4 + struct.unpack(">I", p[:4])[0]])
+    t, p = c.call("READDIR", h)
+    got = len(names(p)) if t == FXP["NAME"] else 0
+    for round in (1, 2):
+        rd, st = c.next_id, c.next_id + 1
+        c.next_id += 2
+        c.sock.sendall(b"".join(
+            struct.pack(">I", len(b)) + b for b in (
+                struct.pack(">BI", FXP["READDIR"], rd) + h,
+                struct.pack(">BI", FXP["STAT"], st) + s("a.txt"))))
+        replies = [c.reply() for _ in range(2)]
+        order = [r[1] for r in replies]
+        report(order == [st, rd], "round %d: STAT answered before the READDIR "
+               "ahead of it (order %s, READDIR %d, STAT %d)" % (round, order, rd, st))
+        for t, rid, p in replies:
+            if rid == rd and t == FXP["NAME"]:
+                got += len(names(p))
+    while True:
+        t, p = c.call("READDIR", h)
+        if t != FXP["NAME"]:
+            break
+        got += len(names(p))
+    report(t == FXP["STATUS"] and status(p) == EOF and got == len(os.listdir(
+        os.path.join(os.environ["SFTPD_ROOT"], path.lstrip("/")))) + 2,
+        "the listing is whole (%d entries)" % got)
+    c.close()
+
+
 def leave(port, slowdir, n):
     for i in range(n):
         c = Conn(port)
@@ -447,6 +483,8 @@ def main():
         proto(port, sys.argv[3])
     elif cmd == "slow":
         slow(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "ahead":
+        ahead(port, sys.argv[3])
     elif cmd == "leave":
         leave(port, sys.argv[3], int(sys.argv[4]))
     elif cmd == "closes":
