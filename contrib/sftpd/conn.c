@@ -4,6 +4,14 @@
  * the dispatcher, and writes the replies queued by completions. A
  * connection whose client sends faster than it reads, or keeps too many
  * requests in progress, stops being read until that drains.
+ *
+ * Connections on sockets sit in an epoll set of their own, one
+ * descriptor for tevent: a turn on it serves every connection that is
+ * ready, and the bulk work (ops_dir.c) polls it before each NAME reply.
+ * tevent takes one ready descriptor per turn: with a descriptor per
+ * connection, a request that comes in would wait for the turns of every
+ * descriptor ready ahead of it, where it waits for one piece of bulk
+ * work.
  */
 #include "first.h"
 
@@ -11,6 +19,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -43,7 +52,14 @@ static void sftpd__update(struct sconn *c)
 	             TEVENT_FD_READ : 0;
 	uint16_t w = c->out.len > c->out.off ? TEVENT_FD_WRITE : 0;
 
-	if (c->rfde == c->wfde) {
+	if (!c->rfde) {
+		uint32_t ev = (r ? EPOLLIN : 0) | (w ? EPOLLOUT : 0);
+		if (ev != c->ep_events) {
+			struct epoll_event e = { .events = ev, .data.ptr = c };
+			if (epoll_ctl(c->srv->cep, EPOLL_CTL_MOD, c->rfd, &e) == 0)
+				c->ep_events = ev;
+		}
+	} else if (c->rfde == c->wfde) {
 		tevent_fd_set_flags(c->rfde, r | w);
 	} else {
 		tevent_fd_set_flags(c->rfde, r);
@@ -183,17 +199,14 @@ static ssize_t sftpd__read(struct sconn *c, uint8_t *buf, size_t len)
 	return n;
 }
 
-static void sftpd__on_io(struct tevent_context *ev, struct tevent_fd *fde,
-                     uint16_t flags, void *arg)
+/* @w: the write side is ready, @r: the read side. */
+static void sftpd__io(struct sconn *c, bool w, bool r)
 {
-	struct sconn *c = arg;
-
-	(void)ev;
 	if (sftpd_tl_on)
 		sftpd_tl_conn();
-	if ((flags & TEVENT_FD_WRITE) && (fde == c->wfde) && !sftpd__write(c))
+	if (w && !sftpd__write(c))
 		return;
-	if ((flags & TEVENT_FD_READ) && fde == c->rfde && !c->eof) {
+	if (r && !c->eof) {
 		ssize_t n = sftpd__read(c, c->in + c->inlen, X__INCAP - c->inlen);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			/* Like OpenSSH's sftp-server: the client is gone, and
@@ -209,6 +222,54 @@ static void sftpd__on_io(struct tevent_context *ev, struct tevent_fd *fde,
 		}
 	}
 	sftpd__update(c);
+}
+
+static void sftpd__on_io(struct tevent_context *ev, struct tevent_fd *fde,
+                     uint16_t flags, void *arg)
+{
+	struct sconn *c = arg;
+
+	(void)ev;
+	sftpd__io(c, (flags & TEVENT_FD_WRITE) && fde == c->wfde,
+	          (flags & TEVENT_FD_READ) && fde == c->rfde);
+}
+
+void sftpd_conns_poll(struct sftpd *srv)
+{
+	struct epoll_event evs[64];
+	int n = epoll_wait(srv->cep, evs, 64, 0);
+
+	/* Serving one connection never frees another. */
+	for (int i = 0; i < n; i++) {
+		uint32_t e = evs[i].events;
+		bool err = e & (EPOLLERR | EPOLLHUP);
+		sftpd__io(evs[i].data.ptr, (e & EPOLLOUT) || err, (e & EPOLLIN) || err);
+	}
+}
+
+static void sftpd__on_conns(struct tevent_context *ev, struct tevent_fd *fde,
+                            uint16_t flags, void *arg)
+{
+	(void)ev;
+	(void)fde;
+	(void)flags;
+	sftpd_conns_poll(arg);
+}
+
+int sftpd_conns_init(struct sftpd *srv)
+{
+	srv->cep = epoll_create1(EPOLL_CLOEXEC);
+	if (srv->cep < 0)
+		return -errno;
+	srv->cep_fde = tevent_add_fd(srv->ev, srv, srv->cep, TEVENT_FD_READ,
+	                             sftpd__on_conns, srv);
+	if (!srv->cep_fde) {
+		close(srv->cep);
+		srv->cep = -1;
+		return -ENOMEM;
+	}
+	tevent_fd_set_auto_close(srv->cep_fde);
+	return 0;
 }
 
 static void sftpd__resume(struct tevent_context *ev, struct tevent_immediate *im,
@@ -254,6 +315,8 @@ static int sftpd__conn_destructor(struct sconn *c)
 	/* The fd events go before their fds; requests and handles (our
 	 * children) are freed after this returns, which cancels the
 	 * requests' operations and closes the handles' fds. */
+	if (!c->rfde)
+		epoll_ctl(srv->cep, EPOLL_CTL_DEL, c->rfd, NULL);
 	if (c->wfde != c->rfde)
 		TALLOC_FREE(c->wfde);
 	TALLOC_FREE(c->rfde);
@@ -280,12 +343,23 @@ int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer)
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->in = talloc_size(c, X__INCAP);
 	c->resume = tevent_create_immediate(c);
-	c->rfde = tevent_add_fd(srv->ev, c, rfd, TEVENT_FD_READ, sftpd__on_io, c);
-	c->wfde = rfd == wfd ? c->rfde :
-	          tevent_add_fd(srv->ev, c, wfd, 0, sftpd__on_io, c);
-	if (!c->in || !c->resume || !c->rfde || !c->wfde) {
+	if (!c->in || !c->resume) {
 		talloc_free(c);
 		return -ENOMEM;
+	}
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
+	if (rfd == wfd && srv->cep >= 0 &&
+	    epoll_ctl(srv->cep, EPOLL_CTL_ADD, rfd, &e) == 0) {
+		c->ep_events = EPOLLIN;
+	} else {
+		/* Pipes of the stdin/stdout connection: tevent's own. */
+		c->rfde = tevent_add_fd(srv->ev, c, rfd, TEVENT_FD_READ, sftpd__on_io, c);
+		c->wfde = rfd == wfd ? c->rfde :
+		          tevent_add_fd(srv->ev, c, wfd, 0, sftpd__on_io, c);
+		if (!c->rfde || !c->wfde) {
+			talloc_free(c);
+			return -ENOMEM;
+		}
 	}
 	if (sftpd_tl_on)
 		setsockopt(rfd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 1 }, sizeof(int));

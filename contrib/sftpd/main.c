@@ -259,7 +259,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fsd-sftp: cannot start the event loop or the engine\n");
 		return 1;
 	}
-	if (sftpd_bulk_init(srv) < 0) {
+	if (sftpd_conns_init(srv) < 0 || sftpd_bulk_init(srv) < 0) {
 		fprintf(stderr, "fsd-sftp: cannot start the event loop: %s\n",
 		        strerror(errno));
 		return 1;

@@ -252,15 +252,21 @@ static void sftpd__bulk_turn(struct tevent_context *ev, struct tevent_fd *fde,
 	(void)ev;
 	(void)fde;
 	(void)flags;
-	if (sftpd_tl_on)
-		sftpd_tl_bulk();
 	if (!h) {
 		sftpd__bulk_arm(s, false);
 		return;
 	}
+	/* Requests that came in meanwhile first: a cheap one is answered
+	 * at once, a READDIR joins the queue. */
+	sftpd_conns_poll(s);
+	h = s->bulk_head;
+	if (!h)
+		return;
 	sftpd_bulk_forget(h);
 	if (h->closed || !h->rd_head)
 		return;
+	if (sftpd_tl_on)
+		sftpd_tl_bulk();
 	/* The reply may leave the rest of the batch to later turns
 	 * (sftpd__pump queues the handle again) or need another one. */
 	sftpd__name_reply(h->rd_head, h);

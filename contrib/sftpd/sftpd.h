@@ -37,6 +37,10 @@ struct sftpd {
 	lk_cred_t *cred;          /* -u: every request acts as this user */
 	unsigned nconns;
 	unsigned closing;         /* descriptors the engine is closing */
+	/* The connections on sockets, in an epoll set of their own that
+	 * tevent polls as one descriptor (conn.c). */
+	int cep;
+	struct tevent_fd *cep_fde;
 	/* Directory handles with a NAME reply to build (ops_dir.c), in
 	 * turn; bulk_fd (an eventfd) is readable while there are any. */
 	struct shandle *bulk_head, *bulk_tail;
@@ -71,6 +75,7 @@ struct sconn {
 	struct sftpd *srv;
 	int rfd, wfd;
 	struct tevent_fd *rfde, *wfde;  /* the same object when rfd == wfd */
+	uint32_t ep_events;       /* in srv->cep instead (rfde NULL): its events */
 	struct tevent_immediate *resume; /* parse input left while throttled */
 	uint8_t *in;              /* input, one packet at most beyond what is parsed */
 	size_t inlen;
@@ -105,6 +110,10 @@ struct sreq {
 };
 
 /* conn.c */
+/** Sets up the epoll set of connections; 0 or -errno. */
+int sftpd_conns_init(struct sftpd *srv);
+/** Serves the connections that are ready now, without waiting. */
+void sftpd_conns_poll(struct sftpd *srv);
 int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer);
 void sftpd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
