@@ -79,6 +79,7 @@ static void sftpd__close(struct sconn *c, const char *why)
 static int sftpd__flush(struct sconn *c)
 {
 	int err = 0;
+	uint64_t t0 = sftpd_tl_on ? sftpd_tl_now() : 0;
 
 	while (c->out.off < c->out.len) {
 		ssize_t n = write(c->wfd, c->out.b + c->out.off,
@@ -97,6 +98,8 @@ static int sftpd__flush(struct sconn *c)
 		c->out.off = c->out.len = 0;
 	else if (c->out.off > c->out.cap / 2)
 		sw_compact(&c->out);
+	if (t0)
+		sftpd_tl_write(sftpd_tl_now() - t0);
 	return err;
 }
 
@@ -131,6 +134,7 @@ static void sftpd__write_now(struct sconn *c)
 static bool sftpd__parse(struct sconn *c)
 {
 	size_t at = 0;
+	size_t mark = sftpd_tl_on ? sftpd_tl_mark() : 0;
 
 	c->parsing = true;
 	while (c->inlen - at >= 4 && !sftpd__throttled(c)) {
@@ -168,7 +172,11 @@ static bool sftpd__parse(struct sconn *c)
 		c->inlen -= at;
 	}
 	/* The replies made while parsing, all in one write. */
-	return c->out.len == c->out.off || sftpd__write(c);
+	if (c->out.len != c->out.off && !sftpd__write(c))
+		return false;
+	if (sftpd_tl_on && c->out.len == 0)
+		sftpd_tl_written(mark);
+	return true;
 }
 
 /* read(2), and with the timeline on, the kernel's arrival time of

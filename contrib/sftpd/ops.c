@@ -147,6 +147,13 @@ static bool sftpd__started(struct sreq *r, struct tevent_req *req,
 		return false;
 	}
 	tevent_req_set_callback(req, fn, r);
+	/* Done inside _send (a STAT of a path in the dentry cache): the
+	 * answer goes out now, with the replies of this read, rather than
+	 * from the immediate event tevent_req_post() queued behind
+	 * whatever else is queued there. Receiving frees the request and
+	 * that event with it. */
+	if (!tevent_req_is_in_progress(req))
+		fn(req);
 	return true;
 }
 

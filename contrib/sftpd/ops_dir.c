@@ -31,6 +31,7 @@
 #define X__NAME_MAX_ENTRIES 512
 
 static void sftpd__pump(struct shandle *h);
+static void sftpd__next(struct shandle *h);
 
 static void sftpd__mode_str(uint32_t mode, char s[11])
 {
@@ -267,10 +268,14 @@ static void sftpd__bulk_turn(struct tevent_context *ev, struct tevent_fd *fde,
 		return;
 	if (sftpd_tl_on)
 		sftpd_tl_bulk();
-	/* The reply may leave the rest of the batch to later turns
-	 * (sftpd__pump queues the handle again) or need another one. */
-	sftpd__name_reply(h->rd_head, h);
-	sftpd__pump(h);
+	/* One piece of work per turn; sftpd__pump queues the handle again
+	 * for the next. */
+	if (h->pos < h->nents)
+		sftpd__name_reply(h->rd_head, h);
+	else if (!h->reading && !h->eof)
+		sftpd__next(h);
+	if (!h->closed)
+		sftpd__pump(h);
 }
 
 int sftpd_bulk_init(struct sftpd *srv)
@@ -290,27 +295,32 @@ int sftpd_bulk_init(struct sftpd *srv)
 
 /* ---- READDIR ---- */
 
+/* Asks the scan for the next batch (a copy of up to a few hundred
+ * entries when it has one at hand: bulk work too). */
+static void sftpd__next(struct shandle *h)
+{
+	struct tevent_req *req = ftev_scan_next_send(h, h->scan);
+
+	if (!req) {
+		sftpd_status(sftpd__pop(h), SSH_FX_FAILURE, "out of memory");
+		return;
+	}
+	h->reading = true;
+	h->busy++;
+	tevent_req_set_callback(req, sftpd__next_done, h);
+}
+
+/* Answers what can be answered at once (end of directory) and queues
+ * the handle for what is bulk work: a NAME reply, the next batch. */
 static void sftpd__pump(struct shandle *h)
 {
 	while (h->rd_head) {
-		if (h->pos < h->nents) {
-			sftpd__bulk_add(h);
-			return;
-		}
-		if (h->eof) {
+		if (h->pos >= h->nents && h->eof) {
 			sftpd_status(sftpd__pop(h), SSH_FX_EOF, "end of directory");
 			continue;
 		}
-		if (h->reading)
-			return;
-		struct tevent_req *req = ftev_scan_next_send(h, h->scan);
-		if (!req) {
-			sftpd_status(sftpd__pop(h), SSH_FX_FAILURE, "out of memory");
-			continue;
-		}
-		h->reading = true;
-		h->busy++;
-		tevent_req_set_callback(req, sftpd__next_done, h);
+		if (h->pos < h->nents || !h->reading)
+			sftpd__bulk_add(h);
 		return;
 	}
 }

@@ -174,6 +174,12 @@ void sftpd_tl_conn(void);
 void sftpd_tl_bulk(void);
 /** @ns of the turn in progress went into building NAME replies. */
 void sftpd_tl_marshal(uint64_t ns);
+/** @ns of the turn in progress went into writing replies. */
+void sftpd_tl_write(uint64_t ns);
+/** Replies recorded from here on (while parsing) are written by the
+ *  write that sftpd_tl_written(mark) follows. */
+size_t sftpd_tl_mark(void);
+void sftpd_tl_written(size_t mark);
 void sftpd_tl_req(uint8_t type, uint64_t arr, uint64_t read, uint64_t built,
                   uint64_t written);
 
