@@ -295,6 +295,10 @@ static long async__submit(unsigned long flags, long *result, long call,
 		return rc;
 	if (async__submit_here(e, flags, result, call, args, &inl))
 		goto sync;
+	/* On a backend the number may be handed out again before we hear
+	 * back: what it meant is forgotten now (async_mnt.c). */
+	if (call == ASYNC_CLOSE)
+		async__fd_forget((long)args[0]);
 	bool over = e->inflight >= e->max_inflight;
 	struct async__op *op = async__op_new(e, call, args, cb, cb_arg);
 	if (!op) {

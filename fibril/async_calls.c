@@ -57,13 +57,18 @@ long async__exec_plain(long call, const unsigned long *a)
 	switch (call) {
 	case ASYNC_NOP:
 		return 0;
-	case ASYNC_OPENAT2:
-		return async__ret(syscall(SYS_openat2, (int)a[0], (const char *)a[1],
-		                      (void *)a[2], (size_t)a[3]));
+	case ASYNC_OPENAT2: {
+		long fd = async__ret(syscall(SYS_openat2, (int)a[0],
+		                             (const char *)a[1], (void *)a[2],
+		                             (size_t)a[3]));
+		async__fd_forget(fd);
+		return fd;
+	}
 	case ASYNC_STATX:
 		return async__ret(syscall(SYS_statx, (int)a[0], (const char *)a[1],
 		                      (int)a[2], (unsigned)a[3], (void *)a[4]));
 	case ASYNC_CLOSE:
+		async__fd_forget((long)a[0]);
 		return async__ret(close((int)a[0]));
 	case ASYNC_READ:
 		return async__ret(read((int)a[0], (void *)a[1], (size_t)a[2]));
@@ -137,8 +142,9 @@ long async__exec_op(const struct async__op *op)
  * on FUSE or NFS. So, but for O_PATH (which calls no ->open), the try
  * is made only from a directory on a local mount and with
  * RESOLVE_NO_XDEV, which fails a walk that would cross into another
- * mount (-EXDEV: that one goes to a backend). The cost is a statx of
- * the directory (async_mnt.c) on top of the open. */
+ * mount (-EXDEV: that one goes to a backend). Whether the directory is
+ * local is asked once per descriptor (a statx, async_mnt.c); the file
+ * opened is then known local too, so that its close asks nothing. */
 static bool async__try_open_cached(const unsigned long *a, long *res)
 {
 	const struct open_how *how = (const struct open_how *)a[2];
@@ -152,7 +158,7 @@ static bool async__try_open_cached(const unsigned long *a, long *res)
 		return false;
 	bool xdev_own = false;
 	if (!(h.flags & O_PATH)) {
-		if (path[0] == '/' || async__fd_local((int)a[0]) <= 0)
+		if (path[0] == '/' || async__fd_local_remembered((int)a[0]) <= 0)
 			return false;
 		xdev_own = !(h.resolve & RESOLVE_NO_XDEV);
 		h.resolve |= RESOLVE_NO_XDEV;
@@ -162,6 +168,10 @@ static bool async__try_open_cached(const unsigned long *a, long *res)
 	long r = async__ret(syscall(SYS_openat2, (int)a[0], path, &h, sizeof(h)));
 	if ((r == -EAGAIN && cached_own) || (r == -EXDEV && xdev_own))
 		return false;
+	if (h.flags & O_PATH)
+		async__fd_forget(r);     /* may be on another mount */
+	else if (r >= 0)
+		async__fd_note_local(r);
 	*res = r;
 	return true;
 }
@@ -207,7 +217,8 @@ bool async__try_inline(long call, const unsigned long *a, long *res)
 		/* Through the ring a local close would cost a round trip and
 		 * a park for nothing; on FUSE, NFS or CIFS ->flush and
 		 * ->release ask the server and go to a backend. */
-		if (async__fd_local((int)a[0]) == 0)
+		if (!async__fd_known_local((long)a[0]) &&
+		    async__fd_local((int)a[0]) == 0)
 			return false;
 		*res = async__exec(call, a);
 		return true;

@@ -11,6 +11,15 @@
  * server) and learns a mount's type once from /proc/self/mountinfo:
  * fstatfs would be the obvious question, but on FUSE it is itself a
  * round trip (FUSE_STATFS).
+ *
+ * Asking costs a statx per call, as much as the open or the close it
+ * guards. So the engine also remembers, by descriptor number, which
+ * descriptors it found on a local mount: a directory it asked about
+ * once, and a file it opened inline from one (RESOLVE_NO_XDEV keeps the
+ * file on its directory's mount). A number is forgotten whenever the
+ * engine closes it or sees it handed out again (any open through the
+ * engine, the lookup engine's own opens), so that the number of a
+ * closed local file reissued for a FUSE file is asked about again.
  */
 #include "first.h"
 
@@ -25,6 +34,7 @@
 #include <linux/magic.h>
 
 #include "fibril/async_int.h"
+#include "fibril/async_mnt.h"
 
 /* The one list of local file systems (lk_fs_local): served by this
  * kernel from a disk or from memory. A type missing here is taken as
@@ -117,6 +127,41 @@ static int async__mnt_probe(uint64_t id)
 	free(line);
 	fclose(fp);
 	return local;
+}
+
+/* Descriptor number -> 1 when known to be on a local mount, 0 not
+ * known; process-wide like the descriptors. Numbers past the table are
+ * asked about each time. */
+#define ASYNC__FDL_MAX 65536
+static uint8_t async__fdl[ASYNC__FDL_MAX];
+
+void async__fd_forget(long fd)
+{
+	if (fd >= 0 && fd < ASYNC__FDL_MAX &&
+	    __atomic_load_n(&async__fdl[fd], __ATOMIC_RELAXED))
+		__atomic_store_n(&async__fdl[fd], 0, __ATOMIC_RELAXED);
+}
+
+void async__fd_note_local(long fd)
+{
+	if (fd >= 0 && fd < ASYNC__FDL_MAX)
+		__atomic_store_n(&async__fdl[fd], 1, __ATOMIC_RELAXED);
+}
+
+bool async__fd_known_local(long fd)
+{
+	return fd >= 0 && fd < ASYNC__FDL_MAX &&
+	       __atomic_load_n(&async__fdl[fd], __ATOMIC_RELAXED);
+}
+
+int async__fd_local_remembered(int fd)
+{
+	if (async__fd_known_local(fd))
+		return 1;
+	int l = async__fd_local(fd);
+	if (l == 1)
+		async__fd_note_local(fd);
+	return l;
 }
 
 int async__fd_local(int fd)

@@ -10,6 +10,16 @@
 /* 1 when @fd is on a local file system, 0 when remote or unknown,
  * -errno. Never a round trip to a file server. */
 int async__fd_local(int fd);
+/* The same, answered from memory for a descriptor the engine already
+ * knows to be local (async_mnt.c), and remembered when it is. */
+int async__fd_local_remembered(int fd);
+/* What the engine remembers by descriptor number (async_mnt.c): @fd
+ * was found on a local mount (note); @fd's number is being closed or
+ * was just handed out again (forget: always safe, costs an ask later);
+ * whether @fd is known local (known). */
+void async__fd_note_local(long fd);
+void async__fd_forget(long fd);
+bool async__fd_known_local(long fd);
 /* Whether a statfs f_type is one of the local file systems. */
 bool async__fs_magic_local(unsigned long magic);
 /* Closes @fd: inline on a local file system (or with no engine on this

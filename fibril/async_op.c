@@ -19,6 +19,7 @@
 
 #include "fibril/async_int.h"
 #include "fibril/async_cred.h"
+#include "fibril/async_mnt.h"
 
 __thread async_engine_t *async__cur;
 
@@ -127,6 +128,9 @@ void async__complete(async_engine_t *e, struct async__op *op, long res)
 	op->res = res;
 	*op->result = res;
 	op->state = ASYNC__DONE;
+	/* A number handed out again: what was known of it is stale. */
+	if (op->call == ASYNC_OPENAT2)
+		async__fd_forget(res);
 	op->where = 0;
 	if (op->call == ASYNC__CALL_BATCH) {
 		/* Its members' completions, at once: the engine's own code,

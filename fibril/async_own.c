@@ -72,7 +72,9 @@ void async__close_fd(int fd)
 
 	if (fd < 0)
 		return;
-	if (!e || e->destroying || async__fd_local(fd) != 0) {
+	bool local = async__fd_known_local(fd);
+	async__fd_forget(fd);
+	if (!e || e->destroying || local || async__fd_local(fd) != 0) {
 		close(fd);
 		return;
 	}

@@ -94,7 +94,10 @@ static int w_open(const struct lk__walk *w, const char *path, int oflags)
 	if (w->flags & LK_LOOKUP_STOP_SYMLINK)
 		how.resolve |= RESOLVE_NO_SYMLINKS;
 	long fd = syscall(SYS_openat2, w->root->fd, path, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
+	if (fd < 0)
+		return -errno;
+	async__fd_forget(fd);   /* may be another mount's: ask at its close */
+	return (int)fd;
 }
 
 static bool is_link(int fd)
@@ -471,6 +474,7 @@ static int walk_inline(lk_root_t *r, const char *relpath,
 		return 1;
 	}
 	long fd = syscall(SYS_openat2, r->fd, sb_str(&b), &how, sizeof(how));
+	async__fd_forget(fd);
 	if (fd < 0 || lk__fstatx((int)fd, STATX_BASIC_STATS,
 				 &out->file.stx) < 0 ||
 	    !(out->path = strdup(b.len ? b.p : ""))) {

@@ -85,10 +85,10 @@ static int mount_slowfs(unsigned delay_ms)
 	return 0;
 }
 
-static unsigned long slowfs_stat(const char *op)
+static unsigned long slowfs_stat_at(const char *m, const char *op)
 {
-	char p[400], line[128];
-	snprintf(p, sizeof(p), "%s/.slowfs-stats", mnt);
+	char p[460], line[128];
+	snprintf(p, sizeof(p), "%s/.slowfs-stats", m);
 	FILE *f = fopen(p, "r");
 	ck_assert_ptr_nonnull(f);
 	unsigned long v = 0;
@@ -98,6 +98,11 @@ static unsigned long slowfs_stat(const char *op)
 			v = strtoul(line + l + 1, NULL, 10);
 	fclose(f);
 	return v;
+}
+
+static unsigned long slowfs_stat(const char *op)
+{
+	return slowfs_stat_at(mnt, op);
 }
 
 static void open_root(void)
@@ -267,6 +272,17 @@ START_TEST(open_callback_and_cancel)
 }
 END_TEST
 
+/* Keeps the descriptor opened (the callback form of lk_open). */
+struct ocbk { int calls, res, fd; };
+
+static void ocb_keep(void *arg, int res, const struct lk_file *f)
+{
+	struct ocbk *o = arg;
+	o->calls++;
+	o->res = res;
+	o->fd = res == 0 ? f->fd : -1;
+}
+
 /* ---- the caller never waits on the server's open or release ---- */
 struct pend { int calls; long res; unsigned inflight_added; };
 
@@ -359,6 +375,127 @@ START_TEST(remote_open_close_not_inline)
 	async_engine_destroy(e);
 	lk_root_close(parent);
 	close_root();
+}
+END_TEST
+
+/* ---- what the engine remembers of a descriptor is never stale ---- */
+static long sub_open(int dfd, const char *path, int flags, bool *pending)
+{
+	struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC };
+	unsigned long a[4] = { (unsigned long)dfd, (unsigned long)path,
+			       (unsigned long)&how, sizeof(how) };
+	long res = 0;
+	long c = async_submit(0, &res, ASYNC_OPENAT2, a);
+	ck_assert_int_ge(c, 0);
+	*pending = c > 0;
+	return c > 0 ? wait_for_async(c) : res;
+}
+
+/* true when the close went to a backend, false when it ran here */
+static bool sub_close(long fd)
+{
+	unsigned long a[1] = { (unsigned long)fd };
+	long res = 1;
+	long c = async_submit(0, &res, ASYNC_CLOSE, a);
+	ck_assert_int_ge(c, 0);
+	if (c > 0)
+		res = wait_for_async(c);
+	ck_assert_int_eq(res, 0);
+	return c > 0;
+}
+
+/* The engine learns that a directory is local once and then opens and
+ * closes beneath it from memory. A FUSE mount placed below that
+ * directory afterwards, and a number it knew as a local file handed
+ * out again for a FUSE file, must still see their opens and closes go
+ * to a backend. */
+START_TEST(late_mount_and_reused_numbers)
+{
+	char late[400], p[460];
+	snprintf(late, sizeof(late), "%s/late", tl_dir);
+	snprintf(p, sizeof(p), "%s/local.txt", tl_dir);
+	ck_assert_int_eq(mkdir(late, 0755), 0);
+	int lf = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(lf, 0);
+	close(lf);
+	int dfd = open(tl_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	async_engine_t *e;
+	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
+
+	/* Local: both inline, the second time from memory. */
+	bool pend;
+	for (int i = 0; i < 2; i++) {
+		long fd = sub_open(dfd, "local.txt", O_RDONLY, &pend);
+		ck_assert_int_ge(fd, 0);
+		ck_assert(!pend);
+		ck_assert(!sub_close(fd));
+	}
+
+	/* slowfs mounted on late/ while the engine runs. */
+	const char *src = getenv("top_srcdir");
+	char cmd[1200], pid[32] = "";
+	snprintf(cmd, sizeof(cmd), "sh '%s/t/slowfs/mount.sh' -o delay_ms=1 '%s' '%s'",
+		 src, back, late);
+	FILE *f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	if (!fgets(pid, sizeof(pid), f))
+		pid[0] = 0;
+	pid[strcspn(pid, "\n")] = 0;
+	ck_assert_int_eq(pclose(f), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(late, &st), 0);   /* the mount point, cached */
+	snprintf(p, sizeof(p), "%s/f001", late);
+	ck_assert_int_eq(stat(p, &st), 0);      /* and a file in it */
+
+	unsigned long opens0 = slowfs_stat_at(late, "open");
+	unsigned long dirs0 = slowfs_stat_at(late, "opendir");
+	const char *paths[2] = { "late", "late/f001" };
+	int fl[2] = { O_RDONLY | O_DIRECTORY, O_RDONLY };
+	for (int i = 0; i < 2; i++) {
+		long fd = sub_open(dfd, paths[i], fl[i], &pend);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_msg(pend, "%s: FUSE open ran inline", paths[i]);
+		ck_assert_msg(sub_close(fd), "%s: FUSE close ran inline", paths[i]);
+	}
+	ck_assert_uint_eq(slowfs_stat_at(late, "open") - opens0, 1);
+	ck_assert_uint_eq(slowfs_stat_at(late, "opendir") - dirs0, 1);
+
+	/* The number of a local file the engine opened inline, closed
+	 * behind its back and handed out again by a FUSE open through the
+	 * engine (the lowest free number: the same one). */
+	int lfd = open(late, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(lfd, 0);
+	long fd = sub_open(dfd, "local.txt", O_RDONLY, &pend);
+	ck_assert(!pend);
+	close((int)fd);
+	long ffd = sub_open(lfd, "f002", O_RDONLY, &pend);
+	ck_assert_int_eq(ffd, fd);
+	ck_assert(pend);
+	ck_assert_msg(sub_close(ffd), "reused number: FUSE close ran inline");
+	/* The same through the lookup engine's own open. */
+	fd = sub_open(dfd, "local.txt", O_RDONLY, &pend);
+	ck_assert(!pend);
+	close((int)fd);
+	lk_root_t *fr;
+	ck_assert_int_eq(lk_root_open(late, NULL, &fr), 0);
+	struct ocbk o = { 0, 1, -1 };
+	struct lk_file lkf = { .fd = -1 };
+	int rc = lk_open_start(fr, "f003", O_RDONLY, NULL, &lkf, ocb_keep, &o,
+			       NULL);
+	ck_assert_int_eq(rc, 1);
+	pend_until(e, &o.calls);
+	ck_assert_int_eq(o.res, 0);
+	ck_assert_msg(sub_close(o.fd), "lk_open's number: FUSE close ran inline");
+	lk_root_close(fr);
+	close(lfd);
+
+	ck_assert_int_eq(async_engine_run(e), 0);
+	async_engine_destroy(e);
+	close(dfd);
+	snprintf(cmd, sizeof(cmd), "sh '%s/t/slowfs/umount.sh' '%s' %s", src,
+		 late, pid);
+	ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -532,6 +669,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, open_callback_and_cancel);
 	tcase_add_test(tc, fuse_is_not_local);
 	tcase_add_test(tc, remote_open_close_not_inline);
+	tcase_add_test(tc, late_mount_and_reused_numbers);
 	suite_add_tcase(s, tc);
 	return s;
 }
