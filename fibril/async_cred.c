@@ -27,9 +27,11 @@
 #include "fibril/async_cred.h"
 
 static _Atomic uint64_t async__cred_ids;
-static __thread struct async__cred *async__cur_cred;
+static __thread struct async__cred *async__cur_cred
+	__attribute__((tls_model("initial-exec")));
 /* The set this thread runs as, while switched. */
-static __thread const struct async__cred *async__in_cred;
+static __thread const struct async__cred *async__in_cred
+	__attribute__((tls_model("initial-exec")));
 
 struct async__cred *async__cred_new(uid_t uid, gid_t gid, size_t ngroups,
 			    const gid_t *groups)

@@ -132,7 +132,8 @@ struct async_engine {
 
 /* async_op.c: the ops, their completion and the host hook; below the
  * backends and the dispatcher, calling neither. */
-extern __thread async_engine_t *async__cur;  /* this thread's engine */
+extern __thread async_engine_t *async__cur   /* this thread's engine */
+	__attribute__((tls_model("initial-exec")));
 struct async__op *async__op_alloc(async_engine_t *e);
 void async__op_free(async_engine_t *e, struct async__op *op);
 void async__op_discard(async_engine_t *e, struct async__op *op);

@@ -21,7 +21,9 @@
 #include "fibril/async_cred.h"
 #include "fibril/async_mnt.h"
 
-__thread async_engine_t *async__cur;
+/* initial-exec: read on every call, and a dynamic TLS lookup costs a
+ * function call each time (sched.c does the same). */
+__thread async_engine_t *async__cur __attribute__((tls_model("initial-exec")));
 
 void async__log(async_engine_t *e, int level, const char *fmt, ...)
 {
