@@ -283,6 +283,17 @@ static unsigned async__meant(const async_engine_t *e, unsigned long flags,
 	       ASYNC_BACKEND_URING : ASYNC_BACKEND_POOL;
 }
 
+bool async__run_inline(async_engine_t *e, long call, const unsigned long *args,
+                       long *res)
+{
+	if (e->destroying || !async__try_inline(call, args, res))
+		return false;
+	unsigned b = async__meant(e, 0, call, args);
+	e->st_sync[b]++;
+	e->st_inline[b]++;
+	return true;
+}
+
 static long async__submit(unsigned long flags, long *result, long call,
                       const unsigned long *args,
                       void (*cb)(void *, long), void *cb_arg)

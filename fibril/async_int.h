@@ -150,6 +150,11 @@ void async__log(async_engine_t *e, int level, const char *fmt, ...)
 
 /* async.c: the dispatcher */
 void async__flush(async_engine_t *e);  /* both backends' queued submissions */
+/* The blocking wrappers' fast path (async_wrap.c): runs the call inline
+ * when it cannot block, counted as async_submit() would; true when done
+ * (*res set), else the caller submits it with ASYNC_F_NOINLINE. */
+bool async__run_inline(async_engine_t *e, long call, const unsigned long *args,
+                       long *res);
 
 /* async_own.c: the engine's own calls. async__ahead_start queues the
  * read-ahead of @dfd's directory on the pool (async__close_fd:
