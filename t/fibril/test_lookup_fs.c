@@ -5,6 +5,7 @@
 
 #include "lookup_check.h"
 
+#include <linux/openat2.h>
 #include <sys/mount.h>
 
 static char mnt[300];
@@ -69,6 +70,63 @@ START_TEST(bad_fd_is_an_error)
 }
 END_TEST
 
+/* A directory the engine remembers as local, and a mount placed below
+ * it afterwards: a cached open beneath the directory still runs inline,
+ * one that would walk into the new mount goes to a backend (whatever
+ * that file system is, the remembered answer is not its). */
+static long try_open(int dfd, const char *path, bool *pending)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC };
+	unsigned long a[4] = { (unsigned long)dfd, (unsigned long)path,
+			       (unsigned long)&how, sizeof(how) };
+	long res = 0;
+	long c = async_submit(0, &res, ASYNC_OPENAT2, a);
+	ck_assert_int_ge(c, 0);
+	*pending = c > 0;
+	return c > 0 ? wait_for_async(c) : res;
+}
+
+START_TEST(mount_below_remembered_dir)
+{
+	char sub[400], p[460];
+	snprintf(sub, sizeof(sub), "%s/sub", mnt);
+	snprintf(p, sizeof(p), "%s/f", mnt);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	int dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	async_engine_t *e;
+	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
+	bool pend;
+	for (int i = 0; i < 2; i++) {
+		long f = try_open(dfd, "f", &pend);
+		ck_assert_int_ge(f, 0);
+		ck_assert(!pend);
+		close((int)f);
+	}
+	ck_assert_int_eq(mount("lkfs2", sub, "tmpfs", MS_NOSUID | MS_NODEV,
+			       "size=1m"), 0);
+	snprintf(p, sizeof(p), "%s/g", sub);
+	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	long g = try_open(dfd, "sub/g", &pend);
+	ck_assert_int_ge(g, 0);
+	ck_assert_msg(pend, "an open into a mount placed later ran inline");
+	close((int)g);
+	long f = try_open(dfd, "f", &pend);
+	ck_assert_int_ge(f, 0);
+	ck_assert(!pend);
+	close((int)f);
+	ck_assert_int_eq(async_engine_run(e), 0);
+	async_engine_destroy(e);
+	close(dfd);
+	ck_assert_int_eq(umount2(sub, MNT_DETACH), 0);
+}
+END_TEST
+
 static int before(void)
 {
 	const char *t = getenv("TMPDIR");
@@ -96,7 +154,7 @@ static void after(void)
 static Suite *suite(void)
 {
 	const TTest *tests[] = { tmpfs_is_local, kernel_pseudo_fs_is_not,
-				 bad_fd_is_an_error };
+				 bad_fd_is_an_error, mount_below_remembered_dir };
 	return tmain_one_tcase("lookup_fs", tests, sizeof tests / sizeof *tests);
 }
 
