@@ -29,7 +29,7 @@ pkgs_test="libfuse3-dev fuse3 curl wget wrk nginx lighttpd valgrind
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   clang libclang-rt-14-dev
   sshfs openssh-client openssh-sftp-server socat openssl systemd
-  haproxy"
+  haproxy strace"
 
 missing=()
 for p in $pkgs_build $( [ "$mode" = check ] && echo $pkgs_test ); do

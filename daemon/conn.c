@@ -65,6 +65,7 @@ struct fsd_conn {
 	bool has_addr;
 	bool served;            /* a response was completed on it */
 	bool tls;               /* on an ssl listener: no plain-text answers */
+	struct fsd_tls_io *tls_io;      /* its transport under GnuTLS, or NULL */
 	uint8_t addr[16];       /* IPv4 as ::ffff:a.b.c.d */
 	enum conn_state state;
 	uint64_t t0;            /* start of the head, or of the response */
@@ -297,6 +298,8 @@ void fsd_conn_track_cb(void *cls, struct MHD_Connection *mc, void **ctx,
 		ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		cn->has_addr = addr_key(ci ? ci->client_addr : NULL, cn->addr);
 		cn->tls = fsd_tls_conn(mc);
+		if (cn->tls)
+			cn->tls_io = fsd_tls_attach(mc, cn->fd);
 		if (cn->has_addr)
 			ip_add(cn->addr, 1);
 		cn->state = CONN_HEAD;
@@ -312,6 +315,7 @@ void fsd_conn_track_cb(void *cls, struct MHD_Connection *mc, void **ctx,
 	if (!cn)
 		return;
 	*ctx = NULL;
+	fsd_tls_detach(mc, cn->tls_io);
 	if (cn->has_addr)
 		ip_add(cn->addr, -1);
 	if (cn->prev)
@@ -354,11 +358,13 @@ void fsd_conn_head_done(struct MHD_Connection *mc)
 		cn->state = CONN_BUSY;
 }
 
-void fsd_conn_sending(struct MHD_Connection *mc)
+void fsd_conn_sending(struct MHD_Connection *mc, bool body_follows)
 {
 	struct fsd_conn *cn = conn_of(mc);
 	if (!cn)
 		return;
+	if (body_follows)
+		fsd_tls_hold(cn->tls_io);
 	/* Draining: this response is the connection's last. As if the
 	 * client had asked: libmicrohttpd then sends "Connection: close"
 	 * and closes after the body, even with a response other requests

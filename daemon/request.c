@@ -114,7 +114,10 @@ static enum MHD_Result queue(struct fsd_req *rq)
 	if (rq->close && !rq->resp_put)
 		MHD_add_response_header(rq->resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r = MHD_queue_response(rq->conn, rq->status, rq->resp);
-	fsd_conn_sending(rq->conn);
+	/* error pages say body_len 0: their header is not held */
+	fsd_conn_sending(rq->conn, r == MHD_YES && rq->method == FSD_M_GET &&
+	                 rq->body_len > 0 && rq->status >= 200 &&
+	                 rq->status != 204 && rq->status != 304);
 	resp_release(rq);
 	rq->state = RQ_QUEUED;
 	return r;

@@ -6,10 +6,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
@@ -242,4 +244,165 @@ uint64_t fsd_tls_plain_bytes(struct MHD_Connection *conn, uint64_t wire)
 		return wire;
 	rest = wire % (full + over);
 	return wire / (full + over) * full + (rest > over ? rest - over : 0);
+}
+
+/* ---- the transport under GnuTLS ----
+ *
+ * libmicrohttpd 0.9.75 sends a buffered response as two records, the
+ * header and then the body, each with its own send; and GnuTLS reads a
+ * record in two recvs, its 5-byte header and then the rest. Here the
+ * header record of a response whose body follows is held and leaves
+ * with the body's record in one writev, and each read also fills a
+ * small read-ahead buffer, so that a small request and its response
+ * cost one recv and one send.
+ *
+ * Held bytes never wait for anything but the next push, which the
+ * caller guarantees (fsd_tls_hold): libmicrohttpd sends the body right
+ * after the header, and a push that cannot write everything reports
+ * EAGAIN for its own record, so libmicrohttpd waits for the socket and
+ * retries, and the held rest goes first. Read-ahead bytes are handed
+ * out before the socket is read again, and a read returns EAGAIN only
+ * when the buffer is empty too: libmicrohttpd (epoll, edge-triggered)
+ * keeps reading a TLS connection until it sees EAGAIN.
+ */
+
+#define TLS_HELD_MAX 1024       /* a response header record fits */
+#define TLS_AHEAD_MAX 2048      /* a typical request record fits */
+
+struct fsd_tls_io {
+	int fd;
+	bool hold;              /* hold the next push: another one follows */
+	size_t held_off, held_len;
+	size_t ahead_off, ahead_len;
+	unsigned char held[TLS_HELD_MAX];
+	unsigned char ahead[TLS_AHEAD_MAX];
+};
+
+/* The transport of a closed connection (its io is freed): nothing. */
+static struct fsd_tls_io tls_io_closed = { .fd = -1 };
+
+/* Writes what is held, then @iov; returns the bytes of @iov written, or
+ * -1 with errno (EAGAIN when the socket is full, the held rest kept). */
+static ssize_t tls_io_push(gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
+{
+	struct fsd_tls_io *io = p;
+	struct iovec v[9];
+	size_t total = 0, held;
+	int n = 0, i;
+	ssize_t w;
+
+	for (i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (io->hold && io->held_len + total <= TLS_HELD_MAX) {
+		for (i = 0; i < iovcnt; i++) {
+			memcpy(io->held + io->held_len, iov[i].iov_base, iov[i].iov_len);
+			io->held_len += iov[i].iov_len;
+		}
+		io->hold = false;
+		return (ssize_t)total;
+	}
+	io->hold = false;
+	held = io->held_len - io->held_off;
+	if (held)
+		v[n++] = (struct iovec){ io->held + io->held_off, held };
+	/* GnuTLS pushes one record at a time, in one or two pieces */
+	for (i = 0; i < iovcnt && n < 9; i++)
+		v[n++] = (struct iovec){ iov[i].iov_base, iov[i].iov_len };
+	w = writev(io->fd, v, n);
+	if (w < 0)
+		return -1;
+	if ((size_t)w <= held) {
+		io->held_off += (size_t)w;
+		errno = EAGAIN;
+		return -1;
+	}
+	io->held_off = io->held_len = 0;
+	return w - (ssize_t)held;
+}
+
+static ssize_t tls_io_pull(gnutls_transport_ptr_t p, void *data, size_t len)
+{
+	struct fsd_tls_io *io = p;
+	struct iovec v[2];
+	ssize_t r;
+
+	/* Never reached with bytes held when the caller of fsd_tls_hold()
+	 * is right; should it not be, they go out now rather than later. */
+	io->hold = false;
+	while (io->held_off < io->held_len) {
+		r = write(io->fd, io->held + io->held_off, io->held_len - io->held_off);
+		if (r < 0)
+			break;
+		io->held_off += (size_t)r;
+	}
+	if (io->held_off == io->held_len)
+		io->held_off = io->held_len = 0;
+	if (io->ahead_len) {
+		size_t n = len < io->ahead_len ? len : io->ahead_len;
+		memcpy(data, io->ahead + io->ahead_off, n);
+		io->ahead_off += n;
+		io->ahead_len -= n;
+		return (ssize_t)n;
+	}
+	v[0] = (struct iovec){ data, len };
+	v[1] = (struct iovec){ io->ahead, TLS_AHEAD_MAX };
+	r = readv(io->fd, v, 2);
+	if (r <= 0 || (size_t)r <= len)
+		return r;
+	io->ahead_off = 0;
+	io->ahead_len = (size_t)r - len;
+	return (ssize_t)len;
+}
+
+static int tls_io_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
+{
+	struct fsd_tls_io *io = p;
+	struct pollfd pfd = { io->fd, POLLIN, 0 };
+
+	if (io->ahead_len)
+		return 1;
+	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+}
+
+static gnutls_session_t tls_session(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	return ci ? (gnutls_session_t)ci->tls_session : NULL;
+}
+
+struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd)
+{
+	gnutls_session_t s = tls_session(mc);
+	struct fsd_tls_io *io;
+
+	if (!s || fd < 0 || !(io = malloc(sizeof *io)))
+		return NULL;    /* GnuTLS's own transport then */
+	io->fd = fd;
+	io->hold = false;
+	io->held_off = io->held_len = 0;
+	io->ahead_off = io->ahead_len = 0;
+	gnutls_transport_set_ptr(s, io);
+	gnutls_transport_set_vec_push_function(s, tls_io_push);
+	gnutls_transport_set_pull_function(s, tls_io_pull);
+	gnutls_transport_set_pull_timeout_function(s, tls_io_pull_timeout);
+	return io;
+}
+
+void fsd_tls_hold(struct fsd_tls_io *io)
+{
+	if (io)
+		io->hold = true;
+}
+
+void fsd_tls_detach(struct MHD_Connection *mc, struct fsd_tls_io *io)
+{
+	gnutls_session_t s;
+
+	if (!io)
+		return;
+	s = tls_session(mc);
+	if (s)
+		gnutls_transport_set_ptr(s, &tls_io_closed);
+	free(io);
 }

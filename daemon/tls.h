@@ -41,4 +41,16 @@ bool fsd_tls_conn(struct MHD_Connection *conn);
  * within one record's overhead (22 bytes for TLS 1.3 with AES-GCM). */
 uint64_t fsd_tls_plain_bytes(struct MHD_Connection *conn, uint64_t wire);
 
+/* The transport of one TLS connection (socket @fd): a read-ahead buffer
+ * and the header record held for its body (tls.c). NULL if it cannot
+ * be set up: GnuTLS's own transport serves then. */
+struct fsd_tls_io;
+struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd);
+/* A response is queued whose body follows its header (not HEAD, 204,
+ * 304, nor empty): its header record then leaves with the body's first
+ * record. Only then: a held record waits for the next push. */
+void fsd_tls_hold(struct fsd_tls_io *io);
+/* At the close of the connection; @io may be NULL. */
+void fsd_tls_detach(struct MHD_Connection *mc, struct fsd_tls_io *io);
+
 #endif
