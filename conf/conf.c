@@ -46,6 +46,7 @@ int conf_init(struct conf *c)
 	c->workers = 1;
 	c->log_level = CONF_LOG_NOTICE;
 	c->sidecars = true;
+	c->ssl_session_tickets = true;
 	c->etag = PROTO_ETAG_INODE;
 	c->max_ranges = 16;
 	c->request_timeout = 30;
@@ -223,6 +224,10 @@ static int server_word_key(struct conf__load *ld, const char *name, const char *
 	}
 	if (!strcmp(name, "sidecars")) {
 		conf__set_bool(ld, name, v, &c->sidecars);
+		return 1;
+	}
+	if (!strcmp(name, "ssl_session_tickets")) {
+		conf__set_bool(ld, name, v, &c->ssl_session_tickets);
 		return 1;
 	}
 	if (!strcmp(name, "etag")) {

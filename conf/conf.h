@@ -109,6 +109,7 @@ struct conf {
 	unsigned fcache_watches;      /**< small-file cache inotify watches per worker, 0: derived (default) */
 	char *ssl_certificate;        /**< PEM certificate chain for ssl listeners, or NULL */
 	char *ssl_certificate_key;    /**< PEM private key for ssl listeners, or NULL */
+	bool ssl_session_tickets;     /**< TLS resumption by tickets (default on) */
 	int ssl_line;                 /**< line of the first ssl listener (0: command line) */
 	int ssl_certificate_line;     /**< where the file sets ssl_certificate (0: not there) */
 	int ssl_certificate_key_line; /**< ... and ssl_certificate_key */

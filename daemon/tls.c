@@ -158,6 +158,13 @@ static void tls_check_pem(struct tls_check *ck, const struct conf *c,
 	}
 }
 
+/* The key that encrypts session tickets: made once per process, in
+ * memory only, and kept across reloads so that tickets issued before
+ * one still resume after it. GnuTLS derives the key actually used from
+ * it and rotates that (gnutls_session_ticket_enable_server(3)), so a
+ * stolen ticket key does not open all sessions of the process's life. */
+static gnutls_datum_t tls_ticket_key;
+
 int fsd_tls_load(struct fsd_server *srv, conf_err_fn *err, void *arg)
 {
 	const struct conf *c = &srv->conf;
@@ -183,6 +190,10 @@ int fsd_tls_load(struct fsd_server *srv, conf_err_fn *err, void *arg)
 		}
 		return ck.errors;
 	}
+	/* (start-up and reloads run on the main thread, before the workers
+	 * of this configuration read the key) */
+	if (!tls_ticket_key.data && gnutls_session_ticket_key_generate(&tls_ticket_key) < 0)
+		tls_ticket_key.data = NULL;
 	fsd_tls_free(srv);
 	srv->tls_cert = cert;
 	srv->tls_key = key;
@@ -386,6 +397,9 @@ struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd)
 	gnutls_transport_set_vec_push_function(s, tls_io_push);
 	gnutls_transport_set_pull_function(s, tls_io_pull);
 	gnutls_transport_set_pull_timeout_function(s, tls_io_pull_timeout);
+	/* before the handshake, which sends the ticket */
+	if (fsd->conf.ssl_session_tickets && tls_ticket_key.data)
+		gnutls_session_ticket_enable_server(s, &tls_ticket_key);
 	return io;
 }
 

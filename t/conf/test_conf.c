@@ -65,6 +65,7 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.workers, 1);
 	ck_assert_str_eq(c.index, "index.html");
 	ck_assert(c.sidecars);
+	ck_assert(c.ssl_session_tickets);
 	ck_assert(c.listing.enabled);
 	ck_assert(c.listing.attrs_from_lookup);
 	ck_assert(c.listing.background);
@@ -94,6 +95,7 @@ START_TEST(full_file)
 	             "access_log = /tmp/a.log ; inline comment\n"
 	             "log_level = debug\n"
 	             "sidecars = off\n"
+	             "ssl_session_tickets = off\n"
 	             "max_ranges = 3\n"
 	             "small_file_max = 16k\n"
 	             "request_header_max = 16k\n"
@@ -125,6 +127,7 @@ START_TEST(full_file)
 	ck_assert_str_eq(c.access_log, "/tmp/a.log");
 	ck_assert_int_eq(c.log_level, CONF_LOG_DEBUG);
 	ck_assert(!c.sidecars);
+	ck_assert(!c.ssl_session_tickets);
 	ck_assert_uint_eq(c.max_ranges, 3);
 	ck_assert_uint_eq(c.small_file_max, 16384);
 	ck_assert_uint_eq(c.request_header_max, 16384);
