@@ -289,19 +289,28 @@ struct fsd_tls_io {
 	unsigned char ahead[TLS_AHEAD_MAX];
 };
 
-/* The transport of a closed connection (its io is freed): nothing. */
-static struct fsd_tls_io tls_io_closed = { .fd = -1 };
+/* Records GnuTLS has queued at most (its MAX_QUEUE, a handshake
+ * flight); a push writes them all or reports a full socket. */
+#define TLS_PUSH_IOV 32
+
+/* The transport left to a session whose connection is closed (its io
+ * freed): every call fails, nothing is touched. */
+static struct fsd_tls_io tls_io_closed;
 
 /* Writes what is held, then @iov; returns the bytes of @iov written, or
  * -1 with errno (EAGAIN when the socket is full, the held rest kept). */
 static ssize_t tls_io_push(gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
 {
 	struct fsd_tls_io *io = p;
-	struct iovec v[9];
+	struct iovec v[1 + TLS_PUSH_IOV];
 	size_t total = 0, held;
 	int n = 0, i;
 	ssize_t w;
 
+	if (io == &tls_io_closed || iovcnt > TLS_PUSH_IOV) {
+		errno = io == &tls_io_closed ? EBADF : EINVAL;
+		return -1;
+	}
 	for (i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
 	if (io->hold && io->held_len + total <= TLS_HELD_MAX) {
@@ -316,8 +325,7 @@ static ssize_t tls_io_push(gnutls_transport_ptr_t p, const giovec_t *iov, int io
 	held = io->held_len - io->held_off;
 	if (held)
 		v[n++] = (struct iovec){ io->held + io->held_off, held };
-	/* GnuTLS pushes one record at a time, in one or two pieces */
-	for (i = 0; i < iovcnt && n < 9; i++)
+	for (i = 0; i < iovcnt; i++)
 		v[n++] = (struct iovec){ iov[i].iov_base, iov[i].iov_len };
 	w = writev(io->fd, v, n);
 	if (w < 0)
@@ -337,6 +345,10 @@ static ssize_t tls_io_pull(gnutls_transport_ptr_t p, void *data, size_t len)
 	struct iovec v[2];
 	ssize_t r;
 
+	if (io == &tls_io_closed) {
+		errno = EBADF;
+		return -1;
+	}
 	/* Never reached with bytes held when the caller of fsd_tls_hold()
 	 * is right; should it not be, they go out now rather than later. */
 	io->hold = false;
@@ -370,6 +382,10 @@ static int tls_io_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
 	struct fsd_tls_io *io = p;
 	struct pollfd pfd = { io->fd, POLLIN, 0 };
 
+	if (io == &tls_io_closed) {
+		errno = EBADF;
+		return -1;
+	}
 	if (io->ahead_len)
 		return 1;
 	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
