@@ -158,7 +158,7 @@ static void tls_check_pem(struct tls_check *ck, const struct conf *c,
 	}
 }
 
-/* The key that encrypts session tickets: made once per process, in
+/* The key that encrypts TLS resumption tickets: made once per process, in
  * memory only, and kept across reloads so that tickets issued before
  * one still resume after it. GnuTLS derives the key actually used from
  * it and rotates that (gnutls_session_ticket_enable_server(3)), so a
@@ -293,7 +293,7 @@ struct fsd_tls_io {
  * flight); a push writes them all or reports a full socket. */
 #define TLS_PUSH_IOV 32
 
-/* The transport left to a session whose connection is closed (its io
+/* The transport left to a GnuTLS state whose connection is closed (its io
  * freed): every call fails, nothing is touched. */
 static struct fsd_tls_io tls_io_closed;
 
