@@ -48,12 +48,29 @@ int fcw_watch(int fd, bool dir, struct fcw_dep *d);
 /* For a cached listing: links @d to a watch on the directory open as
  * @fd that also reports writes and attribute changes of its entries. */
 int fcw_watch_listing(int fd, struct fcw_dep *d);
-/* For a cached listing: links @d to a watch on entry @name of the
- * directory open as @dirfd (not followed if a symlink): its own
- * attributes, whatever name they change through, and, for a directory,
- * its entries coming and going (its mtime and size). Same returns as
- * fcw_watch(). */
-int fcw_watch_entry(int dirfd, const char *name, struct fcw_dep *d);
+/* For a cached listing, on any thread (it touches nothing of this
+ * thread's): adds to the inotify instance @ifd (fcw_ifd()) a watch on
+ * entry @name of the directory open as @dirfd (not followed if a
+ * symlink): its own attributes, whatever name they change through,
+ * and, for a directory, its entries coming and going (its mtime and
+ * size). Returns the watch descriptor, to hand to fcw_link() on the
+ * watches' own thread; -ENOSPC when the kernel has no watch to spare,
+ * or another -errno. */
+int fcw_add_entry_watch(int ifd, int dirfd, const char *name);
+/* The inotify instance, for fcw_add_entry_watch(). */
+int fcw_ifd(void);
+
+/* Watches added on another thread. Between fcw_foreign_begin() and
+ * the matching fcw_foreign_end() (they nest), no watch is removed (one
+ * left without dependents is removed at the last end), and events on a
+ * descriptor not linked here are counted (fcw_foreign_events()): they
+ * may be the new watches' own, before fcw_link() made them known. */
+void fcw_foreign_begin(void);
+void fcw_foreign_end(void);
+unsigned long fcw_foreign_events(void);
+/* Links @d to the watch @wd that fcw_add_entry_watch() returned (the
+ * budget is not checked: see fcw_count()). 0 or -ENOMEM. */
+int fcw_link(int wd, struct fcw_dep *d);
 
 /* Unlinks @d (if linked); the last one out removes the watch. */
 void fcw_unwatch(struct fcw_dep *d);

@@ -44,7 +44,10 @@ enum { TAG_INOTIFY = 1, TAG_MOUNTS = 2 };
 struct fcw {
 	struct fcw *hnext;
 	int wd;
-	struct fcw_dep *deps;           /* never empty while the watch exists */
+	bool kept;                      /* on the kept list */
+	struct fcw *knext;
+	struct fcw_dep *deps;           /* never empty while the watch exists,
+	                                   but while foreign watches are added */
 };
 
 struct fcw_state {
@@ -56,6 +59,9 @@ struct fcw_state {
 	unsigned users;                 /* fcw_init() calls not yet finished */
 	unsigned long epoch;            /* fcw_sync() returned 1 this many times */
 	fcw_fire_fn fire;
+	unsigned foreign;               /* fcw_foreign_begin() not yet ended */
+	unsigned long foreign_events;   /* events on unknown descriptors meanwhile */
+	struct fcw *kept;               /* left without dependents meanwhile */
 	bool ring_ok;                   /* ifd's and mfd's readiness is watched by ring */
 	struct io_uring ring;           /* two multishot polls, nothing else */
 };
@@ -243,6 +249,16 @@ static bool casefolded(int fd)
 	return fl & FS_CASEFOLD_FL;
 }
 
+static void link_dep(struct fcw *w, struct fcw_dep *d)
+{
+	d->w = w;
+	d->prev = NULL;
+	d->next = w->deps;
+	if (w->deps)
+		w->deps->prev = d;
+	w->deps = d;
+}
+
 /* Links @d to the watch of @path (@mask added to what the inode is
  * watched for already: the caches watch the same inodes for different
  * events, and a watch is one per inode). */
@@ -274,12 +290,7 @@ static int watch_path(const char *path, uint32_t mask, int casefold_fd,
 		if (++ws->n > ws->nbuckets)
 			grow();
 	}
-	d->w = w;
-	d->prev = NULL;
-	d->next = w->deps;
-	if (w->deps)
-		w->deps->prev = d;
-	w->deps = d;
+	link_dep(w, d);
 	return 0;
 }
 
@@ -301,13 +312,84 @@ int fcw_watch_listing(int fd, struct fcw_dep *d)
 	return watch_path(path, LDIR_MASK, -1, d);
 }
 
-int fcw_watch_entry(int dirfd, const char *name, struct fcw_dep *d)
+int fcw_ifd(void)
+{
+	return ws ? ws->ifd : -EBADF;
+}
+
+int fcw_add_entry_watch(int ifd, int dirfd, const char *name)
 {
 	char path[40 + 256];
 
 	if (snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dirfd, name) >= (int)sizeof path)
 		return -ENAMETOOLONG;
-	return watch_path(path, ENTRY_MASK, -1, d);
+	int wd = inotify_add_watch(ifd, path, ENTRY_MASK | IN_MASK_ADD);
+	if (wd < 0)
+		return errno == ENOSPC || errno == ENOMEM ? -ENOSPC : -errno;
+	return wd;
+}
+
+/* ---- watches added on another thread ----
+ *
+ * inotify_add_watch() hands out the descriptor of the watch the inode
+ * has already, if any. Were a watch removed here while another thread
+ * adds watches, that thread could be handed the descriptor just before
+ * the removal and link to a watch that no longer reports anything:
+ * removals wait. And an event read here before the new descriptor is
+ * linked finds no watch: it is counted, so that whoever is adding
+ * watches learns that something happened to one of them.
+ */
+void fcw_foreign_begin(void)
+{
+	if (ws)
+		ws->foreign++;
+}
+
+static void rm_watch(struct fcw *w)
+{
+	inotify_rm_watch(ws->ifd, w->wd);
+	for (struct fcw **pp = &ws->bucket[slot_of(w->wd)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == w) {
+			*pp = w->hnext;
+			break;
+		}
+	ws->n--;
+	free(w);
+}
+
+void fcw_foreign_end(void)
+{
+	if (!ws || !ws->foreign || --ws->foreign)
+		return;
+	for (struct fcw *w = ws->kept, *nx; w; w = nx) {
+		nx = w->knext;
+		w->kept = false;
+		if (!w->deps)
+			rm_watch(w);
+	}
+	ws->kept = NULL;
+}
+
+unsigned long fcw_foreign_events(void)
+{
+	return ws ? ws->foreign_events : 0;
+}
+
+int fcw_link(int wd, struct fcw_dep *d)
+{
+	struct fcw *w = find(wd);
+
+	if (!w) {
+		if (!(w = calloc(1, sizeof *w)))
+			return -ENOMEM;
+		w->wd = wd;
+		w->hnext = ws->bucket[slot_of(wd)];
+		ws->bucket[slot_of(wd)] = w;
+		if (++ws->n > ws->nbuckets)
+			grow();
+	}
+	link_dep(w, d);
+	return 0;
 }
 
 void fcw_unwatch(struct fcw_dep *d)
@@ -325,14 +407,13 @@ void fcw_unwatch(struct fcw_dep *d)
 	d->w = NULL;
 	if (w->deps)
 		return;
-	inotify_rm_watch(ws->ifd, w->wd);
-	for (struct fcw **pp = &ws->bucket[slot_of(w->wd)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == w) {
-			*pp = w->hnext;
-			break;
-		}
-	ws->n--;
-	free(w);
+	if (!ws->foreign) {
+		rm_watch(w);
+	} else if (!w->kept) {
+		w->kept = true;
+		w->knext = ws->kept;
+		ws->kept = w;
+	}
 }
 
 /* Is @name the component @d depends on (or, in the file's directory,
@@ -360,8 +441,13 @@ static void on_event(int wd, const char *name)
 {
 	struct fcw *w = find(wd);
 
-	if (!w)
-		return;     /* a watch we already let go */
+	if (!w) {
+		/* a watch we already let go, or one added on another
+		 * thread and not linked yet */
+		if (ws->foreign)
+			ws->foreign_events++;
+		return;
+	}
 	for (struct fcw_dep *d = w->deps; d; d = d->next)
 		if (!name || !d->name || names(d, name))
 			(d->fire ? d->fire : ws->fire)(d);

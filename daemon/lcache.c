@@ -39,9 +39,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <fibril/async.h>
 #include <fibril/fibril.h>
 
-/* Names watched between two yields of the fill (other requests run). */
+/* Watches linked between two yields of the fill (other requests run). */
 #define LC_YIELD 4096u
 
 struct lc_rec {
@@ -61,6 +62,7 @@ struct lc_dir {
 	char *key;                  /* flags, device, inode */
 	size_t bytes;
 	bool doomed, filling, bad;
+	bool changed;               /* bad: an event came during the fill */
 	unsigned long epoch;        /* fcw_epoch() when the fill began */
 	struct lc_dir *fnext;       /* fills in progress */
 	struct fibril_waitq waiters;/* listings waiting for the fill */
@@ -153,7 +155,7 @@ static void fire(struct fcw_dep *dep)
 	struct lc_dir *d = dep->owner;
 
 	if (d->filling) {
-		d->bad = true;          /* the fill's end throws it away */
+		d->bad = d->changed = true; /* the fill's end throws it away */
 		return;
 	}
 	if (!d->doomed) {
@@ -374,16 +376,25 @@ size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max)
 
 /* ---- filling ---- */
 
-/* Watches every name of the directory open as @fd (itself watched
- * already), before the scan stats them. 0, or -errno (the fill is
- * given up). */
-static int watch_names(struct lc_dir *d, int fd)
+/* What a pool thread does for watch_names(): nothing of the worker's
+ * own (thread-local) state is touched there. */
+struct lc_job {
+	int ifd, dirfd;
+	size_t max;                 /* more names than this: -ENOSPC */
+	size_t n, cap;
+	int *wds;                   /* the watches added, to link */
+};
+
+/* On a pool thread: watches every name of the directory. The names are
+ * read by a descriptor of its own; the watch is on each name as it is
+ * at the time, which is what the scan that follows will stat. */
+static long job_run(void *arg)
 {
-	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct lc_job *j = arg;
+	int dfd = openat(j->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
-	size_t n = 0;
-	int rc = 0;
+	long rc = 0;
 
 	if (!dir) {
 		rc = -errno;
@@ -391,42 +402,79 @@ static int watch_names(struct lc_dir *d, int fd)
 			close(dfd);
 		return rc;
 	}
-	/* Counted first: the dependencies are linked into the watches'
-	 * lists and must not move. */
-	while ((de = readdir(dir)))
-		n++;
-	/* (an entry costs its record, name and watch: ~160 bytes) */
-	if (n > fcw_default_budget() || n * 160 > fsd->conf.listing_cache_bytes) {
-		closedir(dir);
-		return -ENOSPC;
-	}
-	d->deps = calloc(n ? n : 1, sizeof *d->deps);
-	if (!d->deps) {
-		closedir(dir);
-		return -ENOMEM;
-	}
-	rewinddir(dir);
 	while ((de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (d->ndeps == n) {
-			rc = -EAGAIN;   /* it grew: the directory's watch says so */
+		if (j->n == j->max) {
+			rc = -ENOSPC;
 			break;
 		}
-		struct fcw_dep *dep = &d->deps[d->ndeps];
-		*dep = (struct fcw_dep){ .owner = d, .fire = fire };
-		int w = fcw_watch_entry(fd, de->d_name, dep);
-		if (w == -ENOENT)
+		if (j->n == j->cap) {
+			size_t cap = j->cap ? j->cap * 2 : 1024;
+			int *v = realloc(j->wds, cap * sizeof *v);
+			if (!v) {
+				rc = -ENOMEM;
+				break;
+			}
+			j->wds = v;
+			j->cap = cap;
+		}
+		int wd = fcw_add_entry_watch(j->ifd, j->dirfd, de->d_name);
+		if (wd == -ENOENT)
 			continue;       /* gone: the directory's watch says so */
-		if (w < 0) {
-			rc = w;
+		if (wd < 0) {
+			rc = wd;
 			break;
 		}
-		d->ndeps++;
-		if (d->ndeps % LC_YIELD == 0)
-			fibril_yield();
+		j->wds[j->n++] = wd;
 	}
 	closedir(dir);
+	return rc;
+}
+
+/* Watches every name of the directory open as @fd (itself watched
+ * already), before the scan stats them. A 100,000-entry directory
+ * takes 0.1-0.2 s of inotify_add_watch: that runs on a pool thread,
+ * and the worker only links the descriptors it got, a few thousand
+ * between two yields. An event that came for one of them before it was
+ * linked makes the fill bad (fcw_foreign_events()). 0, or -errno (the
+ * fill is given up). */
+static int watch_names(struct lc_dir *d, int fd)
+{
+	size_t budget = fcw_default_budget();
+	/* (an entry costs its record, name and watch: ~160 bytes) */
+	size_t bytes_max = fsd->conf.listing_cache_bytes / 160;
+	struct lc_job j = {
+		.ifd = fcw_ifd(), .dirfd = fd,
+		.max = budget < bytes_max ? budget : bytes_max,
+	};
+
+	fcw_foreign_begin();
+	unsigned long ev0 = fcw_foreign_events();
+	int rc = (int)fibril_call(job_run, &j);
+	d->deps = calloc(j.n ? j.n : 1, sizeof *d->deps);
+	for (size_t i = 0; i < j.n; i++) {
+		struct fcw_dep tmp = { 0 }, *dep = d->deps ? &d->deps[d->ndeps] : &tmp;
+		*dep = (struct fcw_dep){ .owner = d, .fire = fire };
+		/* Linked even when the fill fails: unlinked, the watch would
+		 * stay in the kernel with nobody to remove it. */
+		if (fcw_link(j.wds[i], dep) < 0)
+			rc = -ENOMEM;
+		else if (dep == &tmp)
+			fcw_unwatch(&tmp);
+		else
+			d->ndeps++;
+		if ((i + 1) % LC_YIELD == 0)
+			fibril_yield();
+	}
+	if (!d->deps)
+		rc = -ENOMEM;
+	if (fcw_foreign_events() != ev0)
+		d->bad = true;
+	fcw_foreign_end();
+	free(j.wds);
+	if (rc == 0 && fcw_count() > budget)
+		rc = -ENOSPC;
 	return rc;
 }
 
@@ -482,7 +530,11 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 	/* The directory first: a name created while the others are watched
 	 * is an event on it. */
 	d->ddep = (struct fcw_dep){ .owner = d, .fire = fire };
-	if (fcw_watch_listing(dirfd, &d->ddep) < 0 || watch_names(d, dirfd) < 0) {
+	int rc = fcw_watch_listing(dirfd, &d->ddep);
+	if (rc == 0)
+		rc = watch_names(d, dirfd);
+	if (rc < 0) {
+		fsd_log(LOG_DEBUG, "listing cache: no fill (%s)", strerror(-rc));
 		fill_release(d);
 		dir_free(d);
 		return LC_NONE;
@@ -557,6 +609,11 @@ void lcache_fill_end(struct lc_dir *d, bool complete)
 		sync_events();
 	/* (events lost to an overflow, or a mount: it may be stale) */
 	if (!complete || d->bad || d->epoch != fcw_epoch() || find(d->key)) {
+		fsd_log(LOG_DEBUG, "listing cache: a fill of %zu entries not kept (%s)", d->nrec,
+		        !complete ? "not listed to the end"
+		        : d->changed ? "changed meanwhile"
+		        : d->bad ? "an entry not to cache"
+		        : "cached already, or all dropped meanwhile");
 		dir_free(d);
 		return;
 	}
@@ -570,9 +627,12 @@ void lcache_fill_end(struct lc_dir *d, bool complete)
 	d->bytes = sizeof *d + strlen(d->key) + d->caprec * sizeof *d->recs +
 	           d->names_cap + d->ndeps * (sizeof *d->deps + 48);
 	if (d->bytes > fsd->conf.listing_cache_bytes) {
+		fsd_log(LOG_DEBUG, "listing cache: a fill of %zu entries not kept (%zu bytes)",
+		        d->nrec, d->bytes);
 		dir_free(d);
 		return;
 	}
+	fsd_log(LOG_DEBUG, "listing cache: a fill of %zu entries kept", d->nrec);
 	size_t h = hash_key(d->key) & (lc->nbuckets - 1);
 	d->hnext = lc->bucket[h];
 	lc->bucket[h] = d;

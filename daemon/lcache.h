@@ -4,8 +4,9 @@
  * an unchanged directory, in any format, order or page, is rendered
  * from memory without a stat. Kept correct by inotify (lcache.c says
  * how) and bounded by listing_cache_bytes per worker (least recently
- * used directories go first). Thread-local; everything runs on the
- * worker's thread.
+ * used directories go first). Thread-local: everything runs on the
+ * worker's thread but the watches of a fill's names, added on a pool
+ * thread (lcache.c).
  */
 #ifndef FSD_LCACHE_H
 #define FSD_LCACHE_H

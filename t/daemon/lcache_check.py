@@ -13,6 +13,14 @@ describe the directory as it is now (names, modes, sizes, mtimes).
       must already show it; meanwhile a second client lists DIR without
       pause, so that fills and hits race with the changes. Prints
       "ok N changes" or the first stale listing (exit 1).
+  fill URL DIR OUTSIDE ROUNDS
+      DIR holds many files named fNNNNNN, some with hard links in
+      OUTSIDE. ROUNDS times: a whole listing of DIR starts (it fills
+      the cache), and after a delay swept across its duration one
+      change is made to one entry; once the listing is done, the page
+      of one entry at that place (?limit=1&after=, answered by the cache
+      when it holds DIR) must show the change. Prints "ok N rounds" or
+      the first stale page (exit 1).
 """
 import json
 import os
@@ -145,12 +153,92 @@ def race(url, d, secs):
     return 0
 
 
+def page(url, after):
+    """The entry listed right after @after (name order), or None."""
+    q = "&" if "?" in url else "?"
+    for line in fetch("%s%slimit=1&after=%s" % (url, q, after)).decode().splitlines():
+        e = json.loads(line)
+        if "name" in e:
+            return e["name"], (e.get("mode"), e.get("size"), e.get("mtime"),
+                               e.get("mtime_ns"))
+    return None
+
+
+def state(d, name):
+    st = os.lstat(os.path.join(d, name))
+    return name, (st.st_mode, st.st_size, st.st_mtime_ns // 10**9,
+                  st.st_mtime_ns % 10**9)
+
+
+def fill(url, d, outside, rounds):
+    names = sorted(x for x in os.listdir(d) if x.startswith("f"))
+    linked = sorted(os.listdir(outside))
+    rnd = random.Random(11)
+    t0 = time.monotonic()
+    fetch(url)
+    span = max(time.monotonic() - t0, 0.05)
+    for k in range(rounds):
+        i = rnd.randrange(1, len(names) - 1)
+        op = k % 6
+        target = names[i]
+        live = [x for x in linked if x in names[1:-1]]
+        if op == 0 and live:
+            target = live[k % len(live)]
+            i = names.index(target)
+        done = threading.Event()
+        errors = []
+
+        def lister():
+            try:
+                fetch(url)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(repr(e))
+            done.set()
+
+        t = threading.Thread(target=lister)
+        t.start()
+        time.sleep(span * 1.2 * k / rounds)
+        p = os.path.join(d, target)
+        if op == 0:
+            with open(os.path.join(outside, target), "a") as f:
+                f.write("through the link outside\n")
+        elif op == 1:
+            os.chmod(p, 0o600 + k % 0o100)
+        elif op == 2:
+            open(p + "n", "w").close()
+        elif op == 3:
+            os.unlink(p)
+        elif op == 4:
+            os.rename(p, p + "r")
+        else:
+            with open(p, "a") as f:
+                f.write("in place\n")
+        t.join()
+        if errors:
+            print("the filling listing failed: %s" % errors[0])
+            return 1
+        # the changed entry, or for a new name the one made
+        after = target if op == 2 else names[i - 1]
+        nxt = min(x for x in os.listdir(d) if x > after and not x.startswith("."))
+        want = state(d, nxt)
+        got = page(url, after)
+        if got != want:
+            print("stale after round %d (op %d on %s at %.3f s): want %s, listed %s"
+                  % (k, op, target, span * 1.2 * k / rounds, want, got))
+            return 1
+        names = sorted(x for x in os.listdir(d) if x.startswith("f"))
+    print("ok %d rounds" % rounds)
+    return 0
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "fresh":
         return fresh(sys.argv[2], sys.argv[3])
     if cmd == "race":
         return race(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    if cmd == "fill":
+        return fill(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     print("unknown command", cmd)
     return 2
 
