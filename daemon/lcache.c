@@ -71,6 +71,8 @@ struct lc_dir {
 	uint32_t *order[LC_NORDERS];
 	char *names;                /* arena */
 	size_t names_len, names_cap;
+	struct lc_body *bodies;     /* rendered, newest first */
+	unsigned nbodies;
 	struct fcw_dep ddep;        /* the directory */
 	size_t ndeps;
 	struct fcw_dep *deps;       /* its entries */
@@ -111,6 +113,10 @@ static char *make_key(const struct statx *d, unsigned flags)
 
 static void dir_free(struct lc_dir *d)
 {
+	for (struct lc_body *b = d->bodies, *nx; b; b = nx) {
+		nx = b->next;
+		lcache_body_unref(b);
+	}
 	fcw_unwatch(&d->ddep);
 	for (size_t i = 0; i < d->ndeps; i++)
 		fcw_unwatch(&d->deps[i]);
@@ -372,6 +378,77 @@ size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max)
 	if (!n)
 		evict();
 	return n;
+}
+
+/* ---- rendered bodies ---- */
+
+/* Variants kept per directory (formats x codings, mostly). */
+#define LC_MAX_BODIES 6u
+
+void lcache_body_ref(struct lc_body *b)
+{
+	b->refs++;
+}
+
+void lcache_body_unref(void *p)
+{
+	struct lc_body *b = p;
+
+	if (--b->refs)
+		return;
+	free(b->data);
+	free(b->variant);
+	free(b);
+}
+
+struct lc_body *lcache_body_find(const struct lc_iter *it, const char *variant)
+{
+	for (struct lc_body *b = it->d->bodies; b; b = b->next)
+		if (!strcmp(b->variant, variant))
+			return b;
+	return NULL;
+}
+
+static size_t body_bytes(const struct lc_body *b)
+{
+	return sizeof *b + strlen(b->variant) + b->len;
+}
+
+struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
+                                 char *data, size_t len, const char *etag)
+{
+	struct lc_dir *d = it->d;
+	struct lc_body *b;
+
+	/* (room for the entries and a few variants besides) */
+	if (len > fsd->conf.listing_cache_bytes / 4 || lcache_body_find(it, variant) ||
+	    !(b = calloc(1, sizeof *b)))
+		return NULL;
+	if (!(b->variant = strdup(variant))) {
+		free(b);
+		return NULL;
+	}
+	b->data = data;
+	b->len = len;
+	snprintf(b->etag, sizeof b->etag, "%s", etag);
+	b->refs = 2;
+	if (d->nbodies == LC_MAX_BODIES) {
+		struct lc_body **pp = &d->bodies;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		d->bytes -= body_bytes(*pp);
+		lc->bytes -= body_bytes(*pp);
+		lcache_body_unref(*pp);
+		*pp = NULL;
+		d->nbodies--;
+	}
+	b->next = d->bodies;
+	d->bodies = b;
+	d->nbodies++;
+	d->bytes += body_bytes(b);
+	lc->bytes += body_bytes(b);
+	evict();                    /* (@it may be gone now) */
+	return b;
 }
 
 /* ---- filling ---- */

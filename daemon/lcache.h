@@ -34,6 +34,30 @@ int lcache_open(struct lc_iter *it, const struct statx *dir, const struct lk_sca
 /* Up to @max entries into @b; 0 at the end. */
 size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max);
 
+/* A rendered listing kept with a cached directory: the body of one
+ * variant (format, order, coding, path) of the whole listing, sent by
+ * every response asking for it until the directory's entry goes. */
+struct lc_body {
+	struct lc_body *next;
+	char *variant;
+	char *data;
+	size_t len;
+	char etag[32];
+	unsigned refs;              /* the entry's, and one per response */
+};
+/* The body of @variant kept with the directory @it walks (a whole
+ * listing), or NULL. Not a reference: take one to keep it. */
+struct lc_body *lcache_body_find(const struct lc_iter *it, const char *variant);
+/* Keeps @data (@len bytes, malloc'ed; taken over on success) with its
+ * ETag as the body of @variant; the body (a reference for the caller)
+ * or NULL (out of memory or too large: @data is still the caller's).
+ * Ends the walk @it: the entry may be evicted to make room. */
+struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
+                                 char *data, size_t len, const char *etag);
+void lcache_body_ref(struct lc_body *b);
+/* Drops a reference (@b a struct lc_body: an MHD free callback). */
+void lcache_body_unref(void *b);
+
 enum { LC_NONE = 0, LC_FILL = 1, LC_BUSY = 2 };
 /* On the request fibril, before the scan of the directory open as
  * @dirfd (@dir its statx) with @so opens. LC_FILL: the directory and its names are

@@ -154,23 +154,88 @@ static int begin(struct lst_run *r)
 	return proto_listing_begin(&r->l, r->p.gzip ? &r->raw : &r->out) < 0 ? -ENOMEM : 0;
 }
 
-/* Answers from the listing cache: true when answered. */
+/* A body rendered before for the same variant: 304, or its bytes. */
+static void respond_body(struct fsd_req *rq, const struct lst_run *r,
+                         struct lc_body *b, const char *inm)
+{
+	struct MHD_Response *resp;
+
+	if (inm && proto_etag_match(inm, strlen(inm), b->etag, true) == 1) {
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		if (!resp) {
+			fsd_req_error(rq, 500);
+			return;
+		}
+		lst_run_headers(r, resp);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
+		fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);
+		return;
+	}
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data,
+	                                                              lcache_body_unref, b);
+	if (!resp) {
+		fsd_req_error(rq, 500);
+		return;
+	}
+	lcache_body_ref(b);
+	lst_run_headers(r, resp);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, b->etag);
+	if (r->p.gzip)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	fsd_req_respond(rq, MHD_HTTP_OK, resp, b->len);
+}
+
+/* What shapes the body of a whole listing besides the entries: the
+ * key of its rendering in the cache. */
+static bool variant_of(const struct lst_run *r, char *out, size_t size)
+{
+	return (size_t)snprintf(out, size, "%d %d %d %d %d %s", (int)r->p.fmt, (int)r->p.sort,
+	                        r->p.q.desc, r->p.q.dirs_first, r->p.gzip,
+	                        r->urlpath) < size;
+}
+
+/* Answers from the listing cache: true when answered. A whole listing
+ * is rendered once per variant and its bytes kept: the next requests
+ * for it only send them. */
 static bool from_cache(struct fsd_req *rq, struct lst_run *r, const struct statx *dir,
                        const struct lk_scan_opts *so, const char *inm)
 {
 	struct lc_iter it;
 	struct lk_entry *b;
 	size_t n;
+	char variant[64 + 4096];
+	bool whole = !so->after && !so->limit && variant_of(r, variant, sizeof variant);
 
 	if (lcache_open(&it, dir, so) != 1 || it.end - it.i > LST_CACHE_WHOLE)
 		return false;
-	fsd_log(LOG_DEBUG, "listing of %s from the cache", r->urlpath);
+	struct lc_body *kept = whole ? lcache_body_find(&it, variant) : NULL;
+	fsd_log(LOG_DEBUG, "listing of %s from the cache%s", r->urlpath,
+	        kept ? ", as rendered before" : "");
+	if (kept) {
+		respond_body(rq, r, kept, inm);
+		return true;
+	}
 	/* (struct statx is large: not on the fibril's stack) */
 	b = malloc(64 * sizeof *b);
 	int rc = b ? begin(r) : -ENOMEM;
 	while (rc == 0 && (n = lcache_next(&it, b, 64)) > 0)
 		rc = lst_run_feed(r, b, n);
 	free(b);
+	if (rc == 0 && whole && (rc = lst_run_finish(r)) == 0) {
+		char etag[32];
+		lst_run_etag(r, etag);
+		/* (kept a while: not with the buffer's room to grow) */
+		char *data = realloc(r->out.data, r->out.len + 1);
+		if (data)
+			r->out.data = data;
+		kept = lcache_body_keep(&it, variant, r->out.data, r->out.len, etag);
+		if (kept) {
+			r->out = (struct proto_buf){ 0 };
+			respond_body(rq, r, kept, inm);
+			lcache_body_unref(kept);
+			return true;
+		}
+	}
 	if (rc < 0)
 		fsd_req_error(rq, 500);
 	else

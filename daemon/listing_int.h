@@ -131,6 +131,7 @@ struct lst_run {
 	struct lst_slot *slot;    /* its place in max_listings, until the scan ends */
 	struct lc_dir *fill;      /* the listing cache's entry being filled (lcache.h) */
 	bool no_share;            /* a scan of its own (LK_SCAN_NO_SHARE) */
+	bool finished;            /* lst_run_finish() done */
 };
 
 /* The scan's options for @r's parameters and @cfg (sort, window,
@@ -145,7 +146,7 @@ int lst_run_open(struct lst_run *r);
 void lst_run_scanned(struct lst_run *r);
 /* Renders and hashes a batch. 0 or -ENOMEM. */
 int lst_run_feed(struct lst_run *r, const struct lk_entry *e, size_t n);
-/* The end of the listing: tail, then the compressor's end. */
+/* The end of the listing: tail, then the compressor's end (once). */
 int lst_run_finish(struct lst_run *r);
 /* Moves raw bytes through the compressor into out (no-op without gzip). */
 int lst_run_pump(struct lst_run *r, int flush);

@@ -109,10 +109,15 @@ int lst_run_finish(struct lst_run *r)
 	struct proto_buf *b = r->p.gzip ? &r->raw : &r->out;
 	bool next = lst_run_has_next(r);
 
+	if (r->finished)
+		return 0;
 	if (proto_listing_end(&r->l, b, next ? r->cursor : NULL,
 	                      next ? strlen(r->cursor) : 0) < 0)
 		return -ENOMEM;
-	return lst_run_pump(r, Z_FINISH) < 0 ? -ENOMEM : 0;
+	if (lst_run_pump(r, Z_FINISH) < 0)
+		return -ENOMEM;
+	r->finished = true;
+	return 0;
 }
 
 void lst_run_etag(const struct lst_run *r, char *out)

@@ -81,6 +81,16 @@ checks() {
 	check "the repeats came from the cache" "$n" "$got"
 	check "every order, page and format from the cache is the scan's" "" \
 		"$(diff "$T/scanned" "$T/cached")"
+	# Whole listings are rendered once: asked again, the same bytes.
+	bodies again
+	check "every order and format rendered before is the scan's" "" \
+		"$(diff "$T/scanned" "$T/again")"
+	check_log "a listing sent as rendered before" "$T/err.log" 'from the cache, as rendered before'
+	curl -s "$URL/d/" > "$T/plain"
+	curl -s --compressed "$URL/d/" > "$T/gz1"
+	curl -s --compressed "$URL/d/" > "$T/gz2"
+	check "gzip'ed once, sent twice, the same listing" "" \
+		"$(cmp "$T/plain" "$T/gz1" 2>&1; cmp "$T/plain" "$T/gz2" 2>&1)"
 
 	echo new > "$D/d/f6"
 	check_match "entry added" '^ok 7$' "$(fresh)"
