@@ -41,13 +41,15 @@
 
 enum { TAG_INOTIFY = 1, TAG_MOUNTS = 2 };
 
+/* Unused watches removed per fcw_sync(): a few hundred microseconds. */
+#define FCW_REAP 1024u
+
 struct fcw {
 	struct fcw *hnext;
 	int wd;
-	bool kept;                      /* on the kept list */
-	struct fcw *knext;
-	struct fcw_dep *deps;           /* never empty while the watch exists,
-	                                   but while foreign watches are added */
+	bool unused;                    /* on the unused list */
+	struct fcw *unext;
+	struct fcw_dep *deps;           /* empty: on the unused list */
 };
 
 struct fcw_state {
@@ -61,7 +63,8 @@ struct fcw_state {
 	fcw_fire_fn fire;
 	unsigned foreign;               /* fcw_foreign_begin() not yet ended */
 	unsigned long foreign_events;   /* events on unknown descriptors meanwhile */
-	struct fcw *kept;               /* left without dependents meanwhile */
+	struct fcw *unused;             /* without dependents, to remove */
+	unsigned nunused;
 	bool ring_ok;                   /* ifd's and mfd's readiness is watched by ring */
 	struct io_uring ring;           /* two multishot polls, nothing else */
 };
@@ -210,7 +213,7 @@ void fcw_fini(void)
 
 unsigned fcw_count(void)
 {
-	return ws ? ws->n : 0;
+	return ws ? ws->n - ws->nunused : 0;
 }
 
 unsigned fcw_default_budget(void)
@@ -262,6 +265,25 @@ static void link_dep(struct fcw *w, struct fcw_dep *d)
 /* Links @d to the watch of @path (@mask added to what the inode is
  * watched for already: the caches watch the same inodes for different
  * events, and a watch is one per inode). */
+static void reap(unsigned max);
+static void add_unused(struct fcw *w);
+
+/* A new watch @wd in the table, without dependents yet. NULL: out of
+ * memory. */
+static struct fcw *insert(int wd)
+{
+	struct fcw *w = calloc(1, sizeof *w);
+
+	if (!w)
+		return NULL;
+	w->wd = wd;
+	w->hnext = ws->bucket[slot_of(wd)];
+	ws->bucket[slot_of(wd)] = w;
+	if (++ws->n > ws->nbuckets)
+		grow();
+	return w;
+}
+
 static int watch_path(const char *path, uint32_t mask, int casefold_fd,
                       struct fcw_dep *d)
 {
@@ -269,26 +291,31 @@ static int watch_path(const char *path, uint32_t mask, int casefold_fd,
 	int wd;
 
 	wd = inotify_add_watch(ws->ifd, path, mask | IN_MASK_ADD);
+	if (wd < 0 && errno == ENOSPC && ws->unused && !ws->foreign) {
+		reap(FCW_REAP);         /* the kernel's watches held unused */
+		wd = inotify_add_watch(ws->ifd, path, mask | IN_MASK_ADD);
+	}
 	if (wd < 0)
 		return errno == ENOSPC || errno == ENOMEM ? -ENOSPC : -errno;
 	w = find(wd);
 	if (!w) {
 		int r = 0;
-		if (ws->n >= ws->budget)
+		if (ws->n - ws->nunused >= ws->budget)
 			r = -ENOSPC;
 		else if (casefold_fd >= 0 && casefolded(casefold_fd))
 			r = -EMEDIUMTYPE;
-		else if (!(w = calloc(1, sizeof *w)))
+		w = insert(wd);
+		if (!w && !r)
 			r = -ENOMEM;
 		if (r < 0) {
-			inotify_rm_watch(ws->ifd, wd);
+			/* (removed the way unused ones are: another thread
+			 * may have been handed this descriptor) */
+			if (w)
+				add_unused(w);
+			else if (!ws->foreign)
+				inotify_rm_watch(ws->ifd, wd);
 			return r;
 		}
-		w->wd = wd;
-		w->hnext = ws->bucket[slot_of(wd)];
-		ws->bucket[slot_of(wd)] = w;
-		if (++ws->n > ws->nbuckets)
-			grow();
 	}
 	link_dep(w, d);
 	return 0;
@@ -359,15 +386,40 @@ static void rm_watch(struct fcw *w)
 
 void fcw_foreign_end(void)
 {
-	if (!ws || !ws->foreign || --ws->foreign)
+	if (ws && ws->foreign)
+		ws->foreign--;
+}
+
+/* Removes up to @max watches left without dependents (none while
+ * foreign watches are added). A cached listing of 100,000 entries that
+ * goes leaves as many watches: removed at once they would hold up the
+ * worker for 0.1 s, and their 100,000 IN_IGNORED events would overflow
+ * the queue (16,384 events by default), which empties every cache. */
+/* Removed by fcw_sync(), a few at a time; linked again if its inode
+ * is watched again meanwhile. */
+static void add_unused(struct fcw *w)
+{
+	if (w->unused)
 		return;
-	for (struct fcw *w = ws->kept, *nx; w; w = nx) {
-		nx = w->knext;
-		w->kept = false;
-		if (!w->deps)
+	w->unused = true;
+	w->unext = ws->unused;
+	ws->unused = w;
+	ws->nunused++;
+}
+
+static void reap(unsigned max)
+{
+	struct fcw *w;
+
+	while (!ws->foreign && max && (w = ws->unused)) {
+		ws->unused = w->unext;
+		w->unused = false;
+		ws->nunused--;
+		if (!w->deps) {
 			rm_watch(w);
+			max--;
+		}
 	}
-	ws->kept = NULL;
 }
 
 unsigned long fcw_foreign_events(void)
@@ -379,15 +431,8 @@ int fcw_link(int wd, struct fcw_dep *d)
 {
 	struct fcw *w = find(wd);
 
-	if (!w) {
-		if (!(w = calloc(1, sizeof *w)))
-			return -ENOMEM;
-		w->wd = wd;
-		w->hnext = ws->bucket[slot_of(wd)];
-		ws->bucket[slot_of(wd)] = w;
-		if (++ws->n > ws->nbuckets)
-			grow();
-	}
+	if (!w && !(w = insert(wd)))
+		return -ENOMEM;
 	link_dep(w, d);
 	return 0;
 }
@@ -405,15 +450,8 @@ void fcw_unwatch(struct fcw_dep *d)
 	if (d->next)
 		d->next->prev = d->prev;
 	d->w = NULL;
-	if (w->deps)
-		return;
-	if (!ws->foreign) {
-		rm_watch(w);
-	} else if (!w->kept) {
-		w->kept = true;
-		w->knext = ws->kept;
-		ws->kept = w;
-	}
+	if (!w->deps)
+		add_unused(w);
 }
 
 /* Is @name the component @d depends on (or, in the file's directory,
@@ -437,14 +475,16 @@ static bool names(const struct fcw_dep *d, const char *name)
 
 /* @name NULL: an event on the watched inode itself (a file's watch
  * reports only those), which every dependent cares about. */
-static void on_event(int wd, const char *name)
+static void on_event(int wd, uint32_t mask, const char *name)
 {
 	struct fcw *w = find(wd);
 
 	if (!w) {
-		/* a watch we already let go, or one added on another
-		 * thread and not linked yet */
-		if (ws->foreign)
+		/* A watch we already let go (IN_IGNORED once removed), or
+		 * one added on another thread and not linked yet: a change
+		 * to its inode comes as an event of its own before any
+		 * IN_IGNORED. */
+		if (ws->foreign && !(mask & IN_IGNORED))
 			ws->foreign_events++;
 		return;
 	}
@@ -473,7 +513,8 @@ static int drain(void)
 			if (ev->mask & IN_Q_OVERFLOW)
 				all = 1;
 			else
-				on_event(ev->wd, ev->len && !(ev->mask & IN_IGNORED) ? ev->name : NULL);
+				on_event(ev->wd, ev->mask,
+				         ev->len && !(ev->mask & IN_IGNORED) ? ev->name : NULL);
 			p += sizeof *ev + ev->len;
 		}
 		if ((size_t)n < sizeof buf - sizeof(struct inotify_event) - NAME_MAX - 1)
@@ -525,5 +566,6 @@ int fcw_sync(bool force)
 	int all = in ? drain() : 0;
 	if (all || mnt)
 		ws->epoch++;
+	reap(FCW_REAP);
 	return all || mnt;
 }
