@@ -45,13 +45,34 @@ checks() {
 	# The cached directory holds a watch per entry; once a change drops
 	# it, they all go (none is left behind by the fills).
 	check "a watch per entry while cached" yes "$([ "$(watches)" -ge "$N" ] && echo yes)"
-	# (removed a thousand or so per request, not all at once)
+	# (removed a thousand or so per request, not all at once: 20,000
+	# IN_IGNORED events at once would overflow the inotify queue, 16,384
+	# by default, and that empties the small-file cache too)
+	echo small > "$D/small.txt"
+	curl -s -o /dev/null "$URL/small.txt"
+	curl -s -o /dev/null "$URL/small.txt"
 	touch "$D/d/f000001"
 	for i in $(seq 1 $((N / 500))); do
 		code "/d/?format=ndjson&limit=1" > /dev/null
 		[ "$(watches)" -lt 100 ] && break
 	done
 	check "the watches go with the entry" yes "$([ "$(watches)" -lt 100 ] && echo yes)"
+	check "the small-file cache kept its entry meanwhile" "not opened" \
+		"$(python3 - "$PORT" "$D/small.txt" <<'PY'
+import ctypes, http.client, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ifd = libc.inotify_init1(os.O_NONBLOCK)
+libc.inotify_add_watch(ifd, sys.argv[2].encode(), 0x20)   # IN_OPEN
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+c.request("GET", "/small.txt")
+body = c.getresponse().read()
+try:
+    opened = len(os.read(ifd, 4096)) > 0
+except BlockingIOError:
+    opened = False
+print("opened" if opened else "not opened" if body == b"small\n" else "wrong body")
+PY
+)"
 	echo "# fills: $(grep -c 'entries kept' "$T/err.log") kept," \
 		"$(grep -c 'not kept (changed meanwhile)' "$T/err.log") hit by a change"
 	stop_daemon
