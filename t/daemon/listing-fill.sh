@@ -15,6 +15,27 @@ watches() {
 	cat /proc/"$DPID"/fdinfo/* 2>/dev/null | grep -c '^inotify wd:'
 }
 
+fetch_d() { curl -s -o /dev/null "$URL/d/?format=ndjson"; }
+
+# small_opened: GET /small.txt; "opened" if the daemon opened the file
+# for it, else "not opened" (the small-file cache answered)
+small_opened() {
+	python3 - "$PORT" "$D/small.txt" <<'PY'
+import ctypes, http.client, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ifd = libc.inotify_init1(os.O_NONBLOCK)
+libc.inotify_add_watch(ifd, sys.argv[2].encode(), 0x20)   # IN_OPEN
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+c.request("GET", "/small.txt")
+body = c.getresponse().read()
+try:
+    opened = len(os.read(ifd, 4096)) > 0
+except BlockingIOError:
+    opened = False
+print("opened" if opened else "not opened" if body == b"small\n" else "wrong body")
+PY
+}
+
 checks() {
 	rm -rf "$D" "$T/outside"
 	mkdir -p "$D/d" "$T/outside"
@@ -47,32 +68,25 @@ checks() {
 	check "a watch per entry while cached" yes "$([ "$(watches)" -ge "$N" ] && echo yes)"
 	# (removed a thousand or so per request, not all at once: 20,000
 	# IN_IGNORED events at once would overflow the inotify queue, 16,384
-	# by default, and that empties the small-file cache too)
+	# by default, and that empties the small-file cache too; so does a
+	# mount anywhere on the machine: up to three tries)
 	echo small > "$D/small.txt"
-	curl -s -o /dev/null "$URL/small.txt"
-	curl -s -o /dev/null "$URL/small.txt"
-	touch "$D/d/f000001"
-	for i in $(seq 1 $((N / 500))); do
-		code "/d/?format=ndjson&limit=1" > /dev/null
-		[ "$(watches)" -lt 100 ] && break
+	local try kept=
+	for try in 1 2 3; do
+		[ "$try" = 1 ] || { fetch_d; fetch_d; }
+		curl -s -o /dev/null "$URL/small.txt"
+		curl -s -o /dev/null "$URL/small.txt"
+		touch "$D/d/f000001"
+		for i in $(seq 1 $((N / 500))); do
+			code "/d/?format=ndjson&limit=1" > /dev/null
+			[ "$(watches)" -lt 100 ] && break
+		done
+		[ "$try" = 1 ] && check "the watches go with the entry" yes \
+			"$([ "$(watches)" -lt 100 ] && echo yes)"
+		kept=$(small_opened)
+		[ "$kept" = "not opened" ] && break
 	done
-	check "the watches go with the entry" yes "$([ "$(watches)" -lt 100 ] && echo yes)"
-	check "the small-file cache kept its entry meanwhile" "not opened" \
-		"$(python3 - "$PORT" "$D/small.txt" <<'PY'
-import ctypes, http.client, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-ifd = libc.inotify_init1(os.O_NONBLOCK)
-libc.inotify_add_watch(ifd, sys.argv[2].encode(), 0x20)   # IN_OPEN
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
-c.request("GET", "/small.txt")
-body = c.getresponse().read()
-try:
-    opened = len(os.read(ifd, 4096)) > 0
-except BlockingIOError:
-    opened = False
-print("opened" if opened else "not opened" if body == b"small\n" else "wrong body")
-PY
-)"
+	check "the small-file cache kept its entry meanwhile" "not opened" "$kept"
 	echo "# fills: $(grep -c 'entries kept' "$T/err.log") kept," \
 		"$(grep -c 'not kept (changed meanwhile)' "$T/err.log") hit by a change"
 	stop_daemon
