@@ -18,16 +18,6 @@ big() {
 	chmod 644 "$1"
 }
 
-# same NAME LABEL: GET twice, both byte-identical to the file now on disk
-same() {
-	local i
-	for i in 1 2; do
-		curl -s -o "$T/got" "$URL/$1"
-		if cmp -s "$T/got" "$D/$1"; then ok "$2 (fetch $i)"
-		else not_ok "$2 (fetch $i): body differs from $D/$1"; fi
-	done
-}
-
 checks() {
 	rm -rf "$D"; mkdir -p "$D/big"; chmod 755 "$D" "$D/big"
 	big "$D/big/f.bin" 300

@@ -10,16 +10,6 @@ D=$T/root
 mkdir -p "$D/a/b"
 . "$top_srcdir/t/daemon/fcache_lib.sh"
 
-# same NAME LABEL: GET twice, both byte-identical to the file now on disk
-same() {
-	local i
-	for i in 1 2; do
-		curl -s -o "$T/got" "$URL/$1"
-		if cmp -s "$T/got" "$D/$1"; then ok "$2 (fetch $i)"
-		else not_ok "$2 (fetch $i): body differs from $D/$1"; fi
-	done
-}
-
 # stale FIRST LAST: how many of many/FIRST.txt .. many/LAST.txt come
 # back different from the file on disk
 stale() {

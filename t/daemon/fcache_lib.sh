@@ -1,6 +1,7 @@
 # t/daemon/fcache_lib.sh: sourced by the small-file cache tests after
 # lib.sh. Writes the test's config header to $conf (as root, the daemon
-# serves as nobody: root reads a mode-000 file anyway) and defines put.
+# serves as nobody: root reads a mode-000 file anyway) and defines put
+# and same.
 
 conf=$T/fsd.conf
 echo "[server]" > "$conf"
@@ -16,4 +17,14 @@ put() {
 	n=$((n + 1))
 	python3 -c 'import sys; sys.stdout.write(("%06d" % int(sys.argv[1]) + "x" * 819 + "\n"))' "$n" > "$1"
 	chmod 644 "$1"
+}
+
+# same NAME LABEL: GET twice, both byte-identical to the file now on disk
+same() {
+	local i
+	for i in 1 2; do
+		curl -s -o "$T/got" "$URL/$1"
+		if cmp -s "$T/got" "$D/$1"; then ok "$2 (fetch $i)"
+		else not_ok "$2 (fetch $i): body differs from $D/$1"; fi
+	done
 }

@@ -34,20 +34,6 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 	{ echo "openssl req failed"; exit 99; }
 cat "$T/cert.pem" "$T/key.pem" > "$T/site.pem"
 
-# free_port ADDR...: a port free on every ADDR
-free_port() {
-	local try p
-	for try in $(seq 1 50); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		python3 - "$p" "$@" <<'PY' 2>/dev/null && { echo "$p"; return 0; }
-import socket, sys
-for a in sys.argv[2:]:
-    s = socket.socket()
-    s.bind((a, int(sys.argv[1])))
-PY
-	done
-	return 1
-}
 # The nodes' network. Each node gets a namespace and a veth pair whose
 # two ends share a /30 of 10.213.X.0/24, X a /24 nothing here uses yet
 # (chosen under a lock, so that two runs take two): the node at .4n+2,

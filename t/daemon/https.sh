@@ -37,9 +37,6 @@ ssl_certificate = $T/a.crt
 ssl_certificate_key = $T/a.key
 EOF
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 # Reads a large body over TLS, pauses after 1 MiB while the file is cut
 # to 2 MiB, then reads to the end: prints the body bytes received.

@@ -15,6 +15,35 @@ need curl python3
 # A quick run (make check-quick) sets FSD_QUICK: a test slow by design
 # calls slow_test before its setup and skips (77) there; one slow
 # because of a big fixture asks `quick` and makes it smaller.
+# free_port [ADDR...]: a port free on every ADDR (127.0.0.1 by default)
+free_port() {
+	local try p
+	for try in $(seq 1 50); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		python3 - "$p" "${@:-127.0.0.1}" <<'PY' 2>/dev/null && { echo "$p"; return 0; }
+import socket, sys
+for a in sys.argv[2:]:
+    s = socket.socket()
+    s.bind((a, int(sys.argv[1])))
+PY
+	done
+	return 1
+}
+
+# free_low_port: a loopback port below 1024 nobody holds, or nothing
+free_low_port() {
+	python3 -c '
+import socket
+for p in range(1023, 600, -1):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    print(p)
+    break'
+}
+
 quick() { [ -n "${FSD_QUICK:-}" ] && [ "$FSD_QUICK" != 0 ]; }
 slow_test() {
 	if quick; then echo "SKIP: slow, not in a quick run (FSD_QUICK)"; exit 77; fi

@@ -13,10 +13,6 @@ echo a > "$D/d/a"
 echo b > "$D/d/b"
 printf 'the file named metrics\n' > "$D/metrics"
 
-# free_port: a loopback port nobody listens on now
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 # ok_gets BASE: fileserverd_requests_total of GETs answered 2xx
 ok_gets() {

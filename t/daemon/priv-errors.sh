@@ -60,16 +60,7 @@ P=$(free_port)
 SPORT=$(free_port)
 BUSY=$(free_port)
 hold 127.0.0.1 "$BUSY"
-BUSYLOW=$(python3 -c '
-import socket
-for p in range(1023, 600, -1):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    print(p)
-    break')
+BUSYLOW=$(free_low_port)
 [ -n "$BUSYLOW" ] || { echo "SKIP: no free port below 1024"; exit 77; }
 hold 127.0.0.1 "$BUSYLOW"
 

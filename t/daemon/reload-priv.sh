@@ -15,16 +15,7 @@ chmod 755 "$D" "$L"
 echo hi > "$D/hi.txt"
 
 # a free port below 1024 on loopback
-low=$(python3 -c '
-import socket
-for p in range(1023, 600, -1):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    print(p)
-    break')
+low=$(free_low_port)
 [ -n "$low" ] || { echo "SKIP: no free port below 1024"; exit 77; }
 
 # conf PORT LOG [extra line]

@@ -2,16 +2,6 @@
 # tests, which start the daemon on a configuration file alone (a -l on
 # the command line would hold over the file's listen lines).
 
-# free_port: a loopback port nobody listens on.
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' \
-			"$p" 2>/dev/null && { echo "$p"; return 0; }
-	done
-}
-
 # answers PORT: something answers HTTP there within 5 s.
 answers() {
 	local i
