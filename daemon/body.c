@@ -4,6 +4,7 @@
 #include "daemon/daemon.h"
 #include "daemon/fcache.h"
 #include "daemon/log.h"
+#include "daemon/resident.h"
 #include "daemon/sent.h"
 #include "daemon/tls.h"
 
@@ -13,48 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <fibril/async.h>
 #include <fibril/fibril.h>
 
-
 /* ---- cold data: read ahead through the ring before sendfile ---- */
-
-#ifndef __NR_cachestat
-#define __NR_cachestat 451      /* Linux 6.5, same number on every arch */
-#endif
-struct fsd_cachestat_range { uint64_t off, len; };
-struct fsd_cachestat { uint64_t nr_cache, nr_dirty, nr_writeback,
-                       nr_evicted, nr_recently_evicted; };
-
-static bool cached(int fd, uint64_t off, uint64_t len)
-{
-	static _Atomic int have_cachestat = 1;
-	struct fsd_cachestat_range r = { off, len };
-	struct fsd_cachestat cs;
-
-	if (have_cachestat) {
-		/* Counts pages over the whole range without touching them. */
-		uint64_t first = off / 4096, last = (off + len - 1) / 4096;
-		if (syscall(__NR_cachestat, fd, &r, &cs, 0) == 0)
-			return cs.nr_cache >= last - first + 1;
-		if (errno == ENOSYS)
-			have_cachestat = 0;
-	}
-	/* Older kernels: probe the first and last byte without blocking. */
-	char b;
-	struct iovec iov = { &b, 1 };
-	return preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT) == 1 &&
-	       preadv2(fd, &iov, 1, (off_t)(off + len - 1), RWF_NOWAIT) == 1;
-}
-
-bool fsd_body_resident(int fd, uint64_t off, uint64_t len)
-{
-	return !len || cached(fd, off, len);
-}
 
 /* Submits one call and parks until it completes; the cookie is kept in
  * rq so that a deadline or a stop can cancel it (fsd_req_cancel_calls). */
@@ -78,7 +44,7 @@ static long submit_wait(struct fsd_req *rq, long call, const unsigned long *args
 #define READAHEAD_READ (256u << 10)
 static void warm(struct fsd_req *rq, int fd, uint64_t off, uint64_t len)
 {
-	if (!len || !rq->w->engine || cached(fd, off, len))
+	if (!len || !rq->w->engine || fsd_resident(fd, off, len))
 		return;
 	uint64_t n = len < READAHEAD_READ ? len : READAHEAD_READ;
 	unsigned long fa[4] = { (unsigned long)fd, (unsigned long)off,

@@ -28,10 +28,6 @@ struct MHD_Response *fsd_body(struct fsd_req *rq, int fd, uint64_t off,
                               uint64_t len, const char *path,
                               const struct statx *cache_stx);
 
-/* Is [off, off+len) of @fd in the page cache (sendfile on the loop
- * would not wait for the disk)? One system call, never blocks. */
-bool fsd_body_resident(int fd, uint64_t off, uint64_t len);
-
 /* multipart/byteranges of @fd (owned) for the @n ranges @r of a file of
  * @size bytes, each part labelled @ctype. Sets its Content-Type header
  * and *total, the body length. NULL: out of memory. */

@@ -11,6 +11,7 @@ fileserverd_SOURCES = \
 	daemon/static.c \
 	daemon/paths.c daemon/paths.h \
 	daemon/body.c daemon/body.h \
+	daemon/resident.c daemon/resident.h \
 	daemon/listing.c daemon/listing.h \
 	daemon/log.c daemon/log.h \
 	daemon/log_open.c daemon/log_int.h

@@ -2,7 +2,7 @@
 
 #include "daemon/fcache.h"
 #include "daemon/fcache_int.h"
-#include "daemon/body.h"
+#include "daemon/resident.h"
 #include "daemon/daemon.h"
 #include "daemon/mime.h"
 #include "daemon/log.h"
@@ -387,7 +387,7 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	 * from the disk (the file system path reads ahead through the
 	 * ring first). */
 	if (e->fdbody && (fsd_tls_conn(rq->conn) ||
-	                  (rq->method == FSD_M_GET && !fsd_body_resident(e->fd, 0, e->len))))
+	                  (rq->method == FSD_M_GET && !fsd_resident(e->fd, 0, e->len))))
 		return 1;
 	FSD_M_INC(fc_hits);
 	lru_unlink(e);
