@@ -46,7 +46,7 @@ fsdlibexecdir = $(libexecdir)/fileserverd
 fsdlibexec_PROGRAMS = contrib/sftpd/fsd-sftp
 contrib_sftpd_fsd_sftp_SOURCES = contrib/sftpd/main.c contrib/sftpd/sftpd.h \
 	contrib/sftpd/conn.c contrib/sftpd/ops.c contrib/sftpd/ops_dir.c contrib/sftpd/reply.c \
-	contrib/sftpd/close.c contrib/sftpd/handle.c contrib/sftpd/timeline.c \
+	contrib/sftpd/close.c contrib/sftpd/handle.c contrib/sftpd/timeline.c contrib/sftpd/log.c \
 	contrib/sftpd/wire.c contrib/sftpd/wire.h
 contrib_sftpd_fsd_sftp_CFLAGS = $(AM_CFLAGS) $(TEVENT_CFLAGS)
 contrib_sftpd_fsd_sftp_LDADD = contrib/tevent/libfibril-tevent.la \

@@ -28,18 +28,6 @@
 
 #define X__INCAP (SFTP_MAX_PACKET + 4)
 
-void sftpd_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("fsd-sftp: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-
 static bool sftpd__throttled(const struct sconn *c)
 {
 	return c->pending >= SFTPD_MAX_PENDING ||
@@ -266,6 +254,7 @@ static void sftpd__on_conns(struct tevent_context *ev, struct tevent_fd *fde,
 
 int sftpd_conns_init(struct sftpd *srv)
 {
+	srv->bulk_before = sftpd_conns_poll;
 	srv->cep = epoll_create1(EPOLL_CLOEXEC);
 	if (srv->cep < 0)
 		return -errno;

@@ -1,10 +1,12 @@
 /*
- * fsd-sftp: the connection's handle table. A handle owns its
- * descriptor, closed through the engine (close.c) when the handle goes.
+ * fsd-sftp: the connection's handle table, and the server's queue of
+ * handles with bulk work. A handle owns its descriptor, closed through
+ * the engine (close.c) when the handle goes.
  */
 #include "first.h"
 
 #include <stdint.h>
+#include <unistd.h>
 
 #include "contrib/sftpd/sftpd.h"
 
@@ -93,4 +95,51 @@ void sftpd_handle_release(struct shandle *h)
 {
 	if (--h->busy == 0 && h->closed)
 		talloc_free(h);
+}
+
+/* ---- the server's queue of handles waiting for bulk work ---- */
+
+void sftpd_bulk_arm(struct sftpd *s, bool on)
+{
+	uint64_t v = 1;
+
+	if (on ? write(s->bulk_fd, &v, sizeof(v)) : read(s->bulk_fd, &v, sizeof(v))) {
+		/* Nothing to do: an eventfd counter neither overflows
+		 * here nor fails to read once written. */
+	}
+}
+
+void sftpd_bulk_add(struct shandle *h)
+{
+	struct sftpd *s = h->c->srv;
+
+	if (h->queued)
+		return;
+	h->queued = true;
+	h->bulk_next = NULL;
+	if (s->bulk_tail) {
+		s->bulk_tail->bulk_next = h;
+	} else {
+		s->bulk_head = h;
+		sftpd_bulk_arm(s, true);
+	}
+	s->bulk_tail = h;
+}
+
+void sftpd_bulk_forget(struct shandle *h)
+{
+	struct sftpd *s = h->c->srv;
+	struct shandle **pp = &s->bulk_head, *prev = NULL;
+
+	while (*pp && *pp != h) {
+		prev = *pp;
+		pp = &(*pp)->bulk_next;
+	}
+	if (*pp)
+		*pp = h->bulk_next;
+	if (s->bulk_tail == h)
+		s->bulk_tail = prev;
+	h->queued = false;
+	if (!s->bulk_head)
+		sftpd_bulk_arm(s, false);
 }

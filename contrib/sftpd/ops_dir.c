@@ -198,51 +198,6 @@ static void sftpd__next_done(struct tevent_req *req)
 
 /* ---- the bulk queue ---- */
 
-static void sftpd__bulk_arm(struct sftpd *s, bool on)
-{
-	uint64_t v = 1;
-
-	if (on ? write(s->bulk_fd, &v, sizeof(v)) : read(s->bulk_fd, &v, sizeof(v))) {
-		/* Nothing to do: an eventfd counter neither overflows
-		 * here nor fails to read once written. */
-	}
-}
-
-static void sftpd__bulk_add(struct shandle *h)
-{
-	struct sftpd *s = h->c->srv;
-
-	if (h->queued)
-		return;
-	h->queued = true;
-	h->bulk_next = NULL;
-	if (s->bulk_tail) {
-		s->bulk_tail->bulk_next = h;
-	} else {
-		s->bulk_head = h;
-		sftpd__bulk_arm(s, true);
-	}
-	s->bulk_tail = h;
-}
-
-void sftpd_bulk_forget(struct shandle *h)
-{
-	struct sftpd *s = h->c->srv;
-	struct shandle **pp = &s->bulk_head, *prev = NULL;
-
-	while (*pp && *pp != h) {
-		prev = *pp;
-		pp = &(*pp)->bulk_next;
-	}
-	if (*pp)
-		*pp = h->bulk_next;
-	if (s->bulk_tail == h)
-		s->bulk_tail = prev;
-	h->queued = false;
-	if (!s->bulk_head)
-		sftpd__bulk_arm(s, false);
-}
-
 /* One NAME reply, for the handle whose turn it is. */
 static void sftpd__bulk_turn(struct tevent_context *ev, struct tevent_fd *fde,
                              uint16_t flags, void *arg)
@@ -254,12 +209,13 @@ static void sftpd__bulk_turn(struct tevent_context *ev, struct tevent_fd *fde,
 	(void)fde;
 	(void)flags;
 	if (!h) {
-		sftpd__bulk_arm(s, false);
+		sftpd_bulk_arm(s, false);
 		return;
 	}
 	/* Requests that came in meanwhile first: a cheap one is answered
 	 * at once, a READDIR joins the queue. */
-	sftpd_conns_poll(s);
+	if (s->bulk_before)
+		s->bulk_before(s);
 	h = s->bulk_head;
 	if (!h)
 		return;
@@ -320,7 +276,7 @@ static void sftpd__pump(struct shandle *h)
 			continue;
 		}
 		if (h->pos < h->nents || !h->reading)
-			sftpd__bulk_add(h);
+			sftpd_bulk_add(h);
 		return;
 	}
 }

@@ -44,6 +44,7 @@ struct sftpd {
 	/* Directory handles with a NAME reply to build (ops_dir.c), in
 	 * turn; bulk_fd (an eventfd) is readable while there are any. */
 	struct shandle *bulk_head, *bulk_tail;
+	void (*bulk_before)(struct sftpd *srv); /* before each piece of bulk work */
 	int bulk_fd;
 	struct tevent_fd *bulk_fde;
 };
@@ -109,13 +110,15 @@ struct sreq {
 	uint64_t tl_arr, tl_read; /* timeline.c, when it is on */
 };
 
+/* log.c */
+void sftpd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* conn.c */
 /** Sets up the epoll set of connections; 0 or -errno. */
 int sftpd_conns_init(struct sftpd *srv);
 /** Serves the connections that are ready now, without waiting. */
 void sftpd_conns_poll(struct sftpd *srv);
 int sftpd_conn_new(struct sftpd *srv, int rfd, int wfd, const char *peer);
-void sftpd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /** Queues the reply that @r built in its connection's output buffer and
  *  frees @r. */
@@ -154,6 +157,13 @@ struct shandle *sftpd_handle_opened(struct tevent_req *req, struct sreq *r,
 void sftpd_handle_reply(struct sreq *r, const struct shandle *h);
 void sftpd_handle_release(struct shandle *h);
 
+/** The server's queue of handles with bulk work (a NAME reply to
+ * build, a batch to fetch): queues @h once, takes it off (when it
+ * goes), and arms or disarms the queue's eventfd. */
+void sftpd_bulk_add(struct shandle *h);
+void sftpd_bulk_forget(struct shandle *h);
+void sftpd_bulk_arm(struct sftpd *srv, bool on);
+
 /* close.c */
 /** Closes @fd (if >= 0) through the engine, never waiting on the loop. */
 void sftpd_close_fd(struct sftpd *srv, int fd);
@@ -186,8 +196,6 @@ void sftpd_tl_req(uint8_t type, uint64_t arr, uint64_t read, uint64_t built,
 /* ops_dir.c */
 /** Sets up the queue of NAME replies to build; 0 or -errno. */
 int sftpd_bulk_init(struct sftpd *srv);
-/** Takes @h off that queue (when it goes). */
-void sftpd_bulk_forget(struct shandle *h);
 void sftpd_opendir(struct sreq *r, const char *rel);
 void sftpd_readdir(struct sreq *r, struct shandle *h);
 void sftpd_dir_closed(struct shandle *h);
