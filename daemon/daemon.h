@@ -31,7 +31,9 @@
  *   paths.c           where a path may lead: the symlinks policy
  *   listing*.c        directory listings (listing_int.h)
  *   body.c            file bodies: in memory, sendfile, multipart
- *   fcache*.c         the small-file cache (fcache.h)
+ *   fcache*.c         the file cache: small files' bytes, large files
+ *                     open or mapped (fcache.h)
+ *   resident.c        whether a file's pages are in the page cache
  *   respond.c         every response: status, headers, errors, redirects,
  *                     validators and preconditions, Content-Range
  *   sent.c            bytes sent (access log), sendfile bodies watched
