@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,20 @@ TL_FN void tl_names_sort(struct tl_names *l)
 {
 	if (l->n)
 		qsort(l->v, l->n, sizeof(*l->v), tl_strcmp);
+}
+
+/* An openat2 of @path beneath @dfd through the engine; *pending says
+ * whether it went to a backend (false: it completed inline). */
+TL_FN long tl_submit_open(int dfd, const char *path, int flags, bool *pending)
+{
+	struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC };
+	unsigned long a[4] = { (unsigned long)dfd, (unsigned long)path,
+			       (unsigned long)&how, sizeof(how) };
+	long res = 0;
+	long c = async_submit(0, &res, ASYNC_OPENAT2, a);
+	ck_assert_int_ge(c, 0);
+	*pending = c > 0;
+	return c > 0 ? wait_for_async(c) : res;
 }
 
 #endif

@@ -74,18 +74,6 @@ END_TEST
  * it afterwards: a cached open beneath the directory still runs inline,
  * one that would walk into the new mount goes to a backend (whatever
  * that file system is, the remembered answer is not its). */
-static long try_open(int dfd, const char *path, bool *pending)
-{
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC };
-	unsigned long a[4] = { (unsigned long)dfd, (unsigned long)path,
-			       (unsigned long)&how, sizeof(how) };
-	long res = 0;
-	long c = async_submit(0, &res, ASYNC_OPENAT2, a);
-	ck_assert_int_ge(c, 0);
-	*pending = c > 0;
-	return c > 0 ? wait_for_async(c) : res;
-}
-
 START_TEST(mount_below_remembered_dir)
 {
 	char sub[400], p[460];
@@ -101,7 +89,7 @@ START_TEST(mount_below_remembered_dir)
 	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
 	bool pend;
 	for (int i = 0; i < 2; i++) {
-		long f = try_open(dfd, "f", &pend);
+		long f = tl_submit_open(dfd, "f", O_RDONLY, &pend);
 		ck_assert_int_ge(f, 0);
 		ck_assert(!pend);
 		close((int)f);
@@ -112,11 +100,11 @@ START_TEST(mount_below_remembered_dir)
 	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	long g = try_open(dfd, "sub/g", &pend);
+	long g = tl_submit_open(dfd, "sub/g", O_RDONLY, &pend);
 	ck_assert_int_ge(g, 0);
 	ck_assert_msg(pend, "an open into a mount placed later ran inline");
 	close((int)g);
-	long f = try_open(dfd, "f", &pend);
+	long f = tl_submit_open(dfd, "f", O_RDONLY, &pend);
 	ck_assert_int_ge(f, 0);
 	ck_assert(!pend);
 	close((int)f);

@@ -379,18 +379,6 @@ START_TEST(remote_open_close_not_inline)
 END_TEST
 
 /* ---- what the engine remembers of a descriptor is never stale ---- */
-static long sub_open(int dfd, const char *path, int flags, bool *pending)
-{
-	struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC };
-	unsigned long a[4] = { (unsigned long)dfd, (unsigned long)path,
-			       (unsigned long)&how, sizeof(how) };
-	long res = 0;
-	long c = async_submit(0, &res, ASYNC_OPENAT2, a);
-	ck_assert_int_ge(c, 0);
-	*pending = c > 0;
-	return c > 0 ? wait_for_async(c) : res;
-}
-
 /* true when the close went to a backend, false when it ran here */
 static bool sub_close(long fd)
 {
@@ -426,7 +414,7 @@ START_TEST(late_mount_and_reused_numbers)
 	/* Local: both inline, the second time from memory. */
 	bool pend;
 	for (int i = 0; i < 2; i++) {
-		long fd = sub_open(dfd, "local.txt", O_RDONLY, &pend);
+		long fd = tl_submit_open(dfd, "local.txt", O_RDONLY, &pend);
 		ck_assert_int_ge(fd, 0);
 		ck_assert(!pend);
 		ck_assert(!sub_close(fd));
@@ -453,7 +441,7 @@ START_TEST(late_mount_and_reused_numbers)
 	const char *paths[2] = { "late", "late/f001" };
 	int fl[2] = { O_RDONLY | O_DIRECTORY, O_RDONLY };
 	for (int i = 0; i < 2; i++) {
-		long fd = sub_open(dfd, paths[i], fl[i], &pend);
+		long fd = tl_submit_open(dfd, paths[i], fl[i], &pend);
 		ck_assert_int_ge(fd, 0);
 		ck_assert_msg(pend, "%s: FUSE open ran inline", paths[i]);
 		ck_assert_msg(sub_close(fd), "%s: FUSE close ran inline", paths[i]);
@@ -466,15 +454,15 @@ START_TEST(late_mount_and_reused_numbers)
 	 * engine (the lowest free number: the same one). */
 	int lfd = open(late, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(lfd, 0);
-	long fd = sub_open(dfd, "local.txt", O_RDONLY, &pend);
+	long fd = tl_submit_open(dfd, "local.txt", O_RDONLY, &pend);
 	ck_assert(!pend);
 	close((int)fd);
-	long ffd = sub_open(lfd, "f002", O_RDONLY, &pend);
+	long ffd = tl_submit_open(lfd, "f002", O_RDONLY, &pend);
 	ck_assert_int_eq(ffd, fd);
 	ck_assert(pend);
 	ck_assert_msg(sub_close(ffd), "reused number: FUSE close ran inline");
 	/* The same through the lookup engine's own open. */
-	fd = sub_open(dfd, "local.txt", O_RDONLY, &pend);
+	fd = tl_submit_open(dfd, "local.txt", O_RDONLY, &pend);
 	ck_assert(!pend);
 	close((int)fd);
 	lk_root_t *fr;
