@@ -299,7 +299,7 @@ void fsd_conn_track_cb(void *cls, struct MHD_Connection *mc, void **ctx,
 		cn->has_addr = addr_key(ci ? ci->client_addr : NULL, cn->addr);
 		cn->tls = fsd_tls_conn(mc);
 		if (cn->tls)
-			cn->tls_io = fsd_tls_attach(mc, cn->fd);
+			cn->tls_io = fsd_tls_attach(mc, cn->fd, w->base);
 		if (cn->has_addr)
 			ip_add(cn->addr, 1);
 		cn->state = CONN_HEAD;
@@ -358,13 +358,12 @@ void fsd_conn_head_done(struct MHD_Connection *mc)
 		cn->state = CONN_BUSY;
 }
 
-void fsd_conn_sending(struct MHD_Connection *mc, bool body_follows)
+void fsd_conn_sending(struct MHD_Connection *mc, uint64_t body_len)
 {
 	struct fsd_conn *cn = conn_of(mc);
 	if (!cn)
 		return;
-	if (body_follows)
-		fsd_tls_hold(cn->tls_io);
+	fsd_tls_sending(cn->tls_io, body_len);
 	/* Draining: this response is the connection's last. As if the
 	 * client had asked: libmicrohttpd then sends "Connection: close"
 	 * and closes after the body, even with a response other requests
@@ -383,6 +382,7 @@ void fsd_conn_request_done(struct MHD_Connection *mc)
 	struct fsd_conn *cn = conn_of(mc);
 	if (!cn)
 		return;
+	fsd_tls_sent(cn->tls_io);
 	cn->state = CONN_HEAD;
 	cn->served = true;
 	cn->t0 = fibril_now_ns();

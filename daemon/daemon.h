@@ -256,11 +256,11 @@ void fsd_conn_sweep(struct fsd_worker *w);
 void fsd_conn_track_cb(void *cls, struct MHD_Connection *mc, void **ctx,
                        enum MHD_ConnectionNotificationCode code);
 /* The request head is complete / its response is queued / the
- * response is done (the next head's deadline starts). @body_follows:
- * the response has bytes after its header (under TLS the header record
- * waits for them, tls.c). */
+ * response is done (the next head's deadline starts). @body_len: the
+ * bytes after the response's header, 0 if none or not known (under TLS
+ * the header's record waits for them, tls.c). */
 void fsd_conn_head_done(struct MHD_Connection *mc);
-void fsd_conn_sending(struct MHD_Connection *mc, bool body_follows);
+void fsd_conn_sending(struct MHD_Connection *mc, uint64_t body_len);
 void fsd_conn_request_done(struct MHD_Connection *mc);
 
 /* request.c: MHD callbacks (cls is the worker) */

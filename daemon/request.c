@@ -116,8 +116,8 @@ static enum MHD_Result queue(struct fsd_req *rq)
 	r = MHD_queue_response(rq->conn, rq->status, rq->resp);
 	/* error pages say body_len 0: their header is not held */
 	fsd_conn_sending(rq->conn, r == MHD_YES && rq->method == FSD_M_GET &&
-	                 rq->body_len > 0 && rq->status >= 200 &&
-	                 rq->status != 204 && rq->status != 304);
+	                 rq->status >= 200 && rq->status != 204 &&
+	                 rq->status != 304 ? rq->body_len : 0);
 	resp_release(rq);
 	rq->state = RQ_QUEUED;
 	return r;

@@ -14,6 +14,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <event2/event.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
@@ -261,31 +265,49 @@ uint64_t fsd_tls_plain_bytes(struct MHD_Connection *conn, uint64_t wire)
  *
  * libmicrohttpd 0.9.75 sends a buffered response as two records, the
  * header and then the body, each with its own send; and GnuTLS reads a
- * record in two recvs, its 5-byte header and then the rest. Here the
- * header record of a response whose body follows is held and leaves
- * with the body's record in one writev, and each read also fills a
- * small read-ahead buffer, so that a small request and its response
- * cost one recv and one send.
+ * record in two recvs, its 5-byte header and then the rest. A client
+ * pays for each record too: a decryption and usually a read. So:
  *
- * Held bytes never wait for anything but the next push, which the
- * caller guarantees (fsd_tls_hold): libmicrohttpd sends the body right
- * after the header, and a push that cannot write everything reports
- * EAGAIN for its own record, so libmicrohttpd waits for the socket and
- * retries, and the held rest goes first. Read-ahead bytes are handed
- * out before the socket is read again, and a read returns EAGAIN only
- * when the buffer is empty too: libmicrohttpd (epoll, edge-triggered)
- * keeps reading a TLS connection until it sees EAGAIN.
+ * - A response that fits one record is corked in GnuTLS when it is
+ *   queued and uncorked when libmicrohttpd reports it complete: header
+ *   and body leave as one record in one write. The uncork runs outside
+ *   libmicrohttpd's send, so nothing may be left in GnuTLS (its next
+ *   send would be taken for a retry of this one): what the socket does
+ *   not take waits in out[], written when it is writable (an event of
+ *   our own, since libmicrohttpd may have nothing more to send) and
+ *   before any later record. While bytes wait there, responses take
+ *   the next way, whose sends wait for the socket: a client that
+ *   pipelines requests and reads nothing is not buffered for.
+ *   libmicrohttpd keeps TLS sockets corked (TCP_CORK) and pushes with
+ *   TCP_NODELAY after its own sends; a write after those would wait,
+ *   so the first uncork takes TCP_CORK off for good (libmicrohttpd,
+ *   believing it set, never sets it again).
+ * - The header record of a larger response is held and leaves with
+ *   the body's first record in one writev; a push that cannot write
+ *   everything reports EAGAIN for its own record, so libmicrohttpd
+ *   waits for the socket and retries, and the held rest goes first.
+ * - Each read also fills a small read-ahead buffer, handed out before
+ *   the socket is read again; a read returns EAGAIN only when that is
+ *   empty too: libmicrohttpd (epoll, edge-triggered) keeps reading a
+ *   TLS connection until it sees EAGAIN.
  */
 
 #define TLS_HELD_MAX 1024       /* a response header record fits */
 #define TLS_AHEAD_MAX 2048      /* a typical request record fits */
+/* A body this small, with its header, fits one 16 KiB record. */
+#define TLS_ONE_RECORD (15u * 1024)
 
 struct fsd_tls_io {
 	int fd;
+	gnutls_session_t s;
+	struct event *flush;    /* writes out[] once the socket takes it */
 	bool hold;              /* hold the next push: another one follows */
-	size_t held_off, held_len;
+	bool corked;            /* GnuTLS corked for the response queued */
+	bool keep_all;          /* in the uncork: push keeps what is refused */
+	bool tcp_uncorked;
+	unsigned char *out;     /* bytes for the socket before any other */
+	size_t out_off, out_len, out_cap;
 	size_t ahead_off, ahead_len;
-	unsigned char held[TLS_HELD_MAX];
 	unsigned char ahead[TLS_AHEAD_MAX];
 };
 
@@ -297,13 +319,81 @@ struct fsd_tls_io {
  * freed): every call fails, nothing is touched. */
 static struct fsd_tls_io tls_io_closed;
 
-/* Writes what is held, then @iov; returns the bytes of @iov written, or
- * -1 with errno (EAGAIN when the socket is full, the held rest kept). */
+static bool tls_out_add(struct fsd_tls_io *io, const void *p, size_t n)
+{
+	if (io->out_len + n > io->out_cap) {
+		size_t cap = io->out_cap ? io->out_cap : TLS_HELD_MAX;
+		unsigned char *o;
+
+		while (cap < io->out_len + n)
+			cap *= 2;
+		if (!(o = realloc(io->out, cap)))
+			return false;
+		io->out = o;
+		io->out_cap = cap;
+	}
+	memcpy(io->out + io->out_len, p, n);
+	io->out_len += n;
+	return true;
+}
+
+/* What @iov holds from byte @skip on goes to out[], to be written when
+ * the socket is writable. False if out of memory. */
+static bool tls_out_keep(struct fsd_tls_io *io, const giovec_t *iov, int iovcnt,
+                         size_t skip)
+{
+	for (int i = 0; i < iovcnt; i++) {
+		size_t n = iov[i].iov_len;
+		if (skip >= n) {
+			skip -= n;
+			continue;
+		}
+		if (!tls_out_add(io, (const char *)iov[i].iov_base + skip, n - skip))
+			return false;
+		skip = 0;
+	}
+	if (io->flush)
+		event_add(io->flush, NULL);
+	return true;
+}
+
+/* Writes out[]; true when it is empty. A failed socket drops it: the
+ * connection's next read or write then fails for libmicrohttpd too. */
+static bool tls_out_write(struct fsd_tls_io *io)
+{
+	while (io->out_off < io->out_len) {
+		ssize_t w = write(io->fd, io->out + io->out_off, io->out_len - io->out_off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno != EAGAIN) {
+			io->out_off = io->out_len;
+			break;
+		}
+		if (w < 0)
+			return false;
+		io->out_off += (size_t)w;
+	}
+	io->out_off = io->out_len = 0;
+	return true;
+}
+
+static void tls_out_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct fsd_tls_io *io = arg;
+
+	(void)fd;
+	(void)what;
+	if (!tls_out_write(io))
+		event_add(io->flush, NULL);
+}
+
+/* Writes out[], then @iov; returns the bytes of @iov taken, or -1 with
+ * errno (EAGAIN when the socket is full, out[] kept). */
 static ssize_t tls_io_push(gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
 {
 	struct fsd_tls_io *io = p;
 	struct iovec v[1 + TLS_PUSH_IOV];
-	size_t total = 0, held;
+	size_t total = 0, pending;
 	int n = 0, i;
 	ssize_t w;
 
@@ -313,30 +403,37 @@ static ssize_t tls_io_push(gnutls_transport_ptr_t p, const giovec_t *iov, int io
 	}
 	for (i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
-	if (io->hold && io->held_len + total <= TLS_HELD_MAX) {
-		for (i = 0; i < iovcnt; i++) {
-			memcpy(io->held + io->held_len, iov[i].iov_base, iov[i].iov_len);
-			io->held_len += iov[i].iov_len;
-		}
+	pending = io->out_len - io->out_off;
+	if (io->hold && pending + total <= TLS_HELD_MAX) {
 		io->hold = false;
+		for (i = 0; i < iovcnt; i++)
+			if (!tls_out_add(io, iov[i].iov_base, iov[i].iov_len))
+				return -1;
 		return (ssize_t)total;
 	}
 	io->hold = false;
-	held = io->held_len - io->held_off;
-	if (held)
-		v[n++] = (struct iovec){ io->held + io->held_off, held };
+	if (pending)
+		v[n++] = (struct iovec){ io->out + io->out_off, pending };
 	for (i = 0; i < iovcnt; i++)
 		v[n++] = (struct iovec){ iov[i].iov_base, iov[i].iov_len };
 	w = writev(io->fd, v, n);
+	if (w < 0 && io->keep_all && (errno == EAGAIN || errno == EINTR))
+		w = 0;
 	if (w < 0)
 		return -1;
-	if ((size_t)w <= held) {
-		io->held_off += (size_t)w;
-		errno = EAGAIN;
-		return -1;
+	if ((size_t)w < pending) {
+		io->out_off += (size_t)w;
+		if (!io->keep_all) {
+			errno = EAGAIN;
+			return -1;
+		}
+		return tls_out_keep(io, iov, iovcnt, 0) ? (ssize_t)total : -1;
 	}
-	io->held_off = io->held_len = 0;
-	return w - (ssize_t)held;
+	io->out_off = io->out_len = 0;
+	w -= (ssize_t)pending;
+	if (io->keep_all && (size_t)w < total)
+		return tls_out_keep(io, iov, iovcnt, (size_t)w) ? (ssize_t)total : -1;
+	return w;
 }
 
 static ssize_t tls_io_pull(gnutls_transport_ptr_t p, void *data, size_t len)
@@ -349,17 +446,13 @@ static ssize_t tls_io_pull(gnutls_transport_ptr_t p, void *data, size_t len)
 		errno = EBADF;
 		return -1;
 	}
-	/* Never reached with bytes held when the caller of fsd_tls_hold()
-	 * is right; should it not be, they go out now rather than later. */
-	io->hold = false;
-	while (io->held_off < io->held_len) {
-		r = write(io->fd, io->held + io->held_off, io->held_len - io->held_off);
-		if (r < 0)
-			break;
-		io->held_off += (size_t)r;
+	/* Never reached with a header held when the caller of
+	 * fsd_tls_sending() is right; should it not be, it goes out now
+	 * rather than later. */
+	if (io->hold) {
+		io->hold = false;
+		tls_out_write(io);
 	}
-	if (io->held_off == io->held_len)
-		io->held_off = io->held_len = 0;
 	if (io->ahead_len) {
 		size_t n = len < io->ahead_len ? len : io->ahead_len;
 		memcpy(data, io->ahead + io->ahead_off, n);
@@ -398,17 +491,21 @@ static gnutls_session_t tls_session(struct MHD_Connection *mc)
 	return ci ? (gnutls_session_t)ci->tls_session : NULL;
 }
 
-struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd)
+struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd,
+                                  struct event_base *base)
 {
 	gnutls_session_t s = tls_session(mc);
 	struct fsd_tls_io *io;
 
-	if (!s || fd < 0 || !(io = malloc(sizeof *io)))
+	if (!s || fd < 0 || !(io = calloc(1, sizeof *io)))
 		return NULL;    /* GnuTLS's own transport then */
 	io->fd = fd;
-	io->hold = false;
-	io->held_off = io->held_len = 0;
-	io->ahead_off = io->ahead_len = 0;
+	io->s = s;
+	io->flush = event_new(base, fd, EV_WRITE, tls_out_ready, io);
+	if (!io->flush) {
+		free(io);
+		return NULL;
+	}
 	gnutls_transport_set_ptr(s, io);
 	gnutls_transport_set_vec_push_function(s, tls_io_push);
 	gnutls_transport_set_pull_function(s, tls_io_pull);
@@ -419,10 +516,36 @@ struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd)
 	return io;
 }
 
-void fsd_tls_hold(struct fsd_tls_io *io)
+void fsd_tls_sending(struct fsd_tls_io *io, uint64_t body_len)
 {
-	if (io)
+	if (!io || !body_len)
+		return;
+	/* bytes still wait for the socket: sends that wait for it too */
+	if (io->out_len > io->out_off)
+		return;
+	if (body_len <= TLS_ONE_RECORD) {
+		gnutls_record_cork(io->s);
+		io->corked = true;
+	} else {
 		io->hold = true;
+	}
+}
+
+void fsd_tls_sent(struct fsd_tls_io *io)
+{
+	static const int off = 0;
+
+	if (!io || !io->corked)
+		return;
+	io->corked = false;
+	if (!io->tcp_uncorked) {
+		setsockopt(io->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+		io->tcp_uncorked = true;
+	}
+	io->keep_all = true;
+	/* a failure is the connection's: libmicrohttpd meets it next */
+	(void)gnutls_record_uncork(io->s, 0);
+	io->keep_all = false;
 }
 
 void fsd_tls_detach(struct MHD_Connection *mc, struct fsd_tls_io *io)
@@ -434,5 +557,7 @@ void fsd_tls_detach(struct MHD_Connection *mc, struct fsd_tls_io *io)
 	s = tls_session(mc);
 	if (s)
 		gnutls_transport_set_ptr(s, &tls_io_closed);
+	event_free(io->flush);
+	free(io->out);
 	free(io);
 }

@@ -41,15 +41,21 @@ bool fsd_tls_conn(struct MHD_Connection *conn);
  * within one record's overhead (22 bytes for TLS 1.3 with AES-GCM). */
 uint64_t fsd_tls_plain_bytes(struct MHD_Connection *conn, uint64_t wire);
 
-/* The transport of one TLS connection (socket @fd): a read-ahead buffer
- * and the header record held for its body (tls.c). NULL if it cannot
- * be set up: GnuTLS's own transport serves then. */
+/* The transport of one TLS connection (socket @fd, whose worker runs
+ * @base): a read-ahead buffer, and responses sent in as few records and
+ * writes as they fit (tls.c). NULL if it cannot be set up: GnuTLS's own
+ * transport serves then. */
 struct fsd_tls_io;
-struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd);
-/* A response is queued whose body follows its header (not HEAD, 204,
- * 304, nor empty): its header record then leaves with the body's first
- * record. Only then: a held record waits for the next push. */
-void fsd_tls_hold(struct fsd_tls_io *io);
+struct event_base;
+struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd,
+                                  struct event_base *base);
+/* A response is queued with @body_len bytes after its header (0: none,
+ * or not known yet). Under 15 KiB header and body leave as one record
+ * at fsd_tls_sent(); larger, the header record leaves with the body's
+ * first. */
+void fsd_tls_sending(struct fsd_tls_io *io, uint64_t body_len);
+/* libmicrohttpd reports the response complete. */
+void fsd_tls_sent(struct fsd_tls_io *io);
 /* At the close of the connection; @io may be NULL. */
 void fsd_tls_detach(struct MHD_Connection *mc, struct fsd_tls_io *io);
 

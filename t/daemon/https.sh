@@ -4,8 +4,8 @@
 # cut short is logged with, and the configuration errors. Pipelined
 # bursts of small responses (GET, HEAD, 304, 404 mixed), whole and
 # intact, also to a client that stops reading until the socket is full;
-# and one send per small response (the header's record waits for the
-# body's), counted with strace.
+# and one send per small response, counted with strace, and one TLS
+# record (header and body together).
 . "$top_srcdir/t/daemon/lib.sh"
 need openssl sha256sum
 
@@ -18,6 +18,8 @@ touch "$D/dir/listed-name.txt"
 # under small_file_max (one buffer, header and body sent together) and
 # larger than a TLS record
 head -c $((60 * 1024 + 17)) /dev/urandom > "$D/mid.bin"
+# one TLS record with its header, more than a small socket takes
+head -c $((12 * 1024 + 5)) /dev/urandom > "$D/twelve.bin"
 
 # certificate and key (P-256), valid for 127.0.0.1 and localhost
 tls_pair() {
@@ -221,6 +223,114 @@ PY
 	awk '$NF == "total" { print $(NF - 1) }' "$T/strace.out" 2>/dev/null
 }
 
+# The TLS records of small.txt's responses, one request at a time on
+# one connection: prints the records of the last N of N + 1 responses
+# (the first may share its reads with the handshake's tickets).
+records_for() {
+	timeout 30 python3 - "$SPORT" "$T/a.crt" "$1" <<'PY'
+import socket, ssl, sys
+port, ca, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ctx = ssl.create_default_context(cafile=ca)
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+t = ctx.wrap_bio(inc, out, server_hostname="localhost")
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+raw = bytearray()
+def flush():
+    d = out.read()
+    if d:
+        s.sendall(d)
+def more():
+    d = s.recv(65536)
+    if not d:
+        raise EOFError("closed")
+    raw.extend(d)
+    inc.write(d)
+def records():
+    pos = count = 0
+    while pos + 5 <= len(raw):
+        pos += 5 + int.from_bytes(raw[pos + 3:pos + 5], "big")
+        count += 1
+    return count
+while True:
+    try:
+        t.do_handshake()
+        break
+    except ssl.SSLWantReadError:
+        flush()
+        more()
+flush()
+want = b"small over tls\n"
+for i in range(n + 1):
+    if i == 1:
+        mark = records()
+    t.write(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+    flush()
+    b = b""
+    while not b.endswith(want):
+        try:
+            b += t.read(65536)
+        except ssl.SSLWantReadError:
+            more()
+print(records() - mark)
+PY
+}
+
+# A small response (one record) written to a socket too full to take it
+# all, and nothing asked after it: the client makes the daemon's socket
+# small (its descriptor taken with pidfd_getfd), reads nothing for a
+# while, then reads the response. Prints "ok" or what went wrong.
+full_socket_client() {
+	timeout 30 python3 - "$SPORT" "$T/a.crt" "$DPID" "$D/twelve.bin" <<'PY'
+import ctypes, os, socket, ssl, sys, time
+port, ca, pid, path = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+want = open(path, "rb").read()
+ctx = ssl.create_default_context(cafile=ca)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.settimeout(10)
+s.connect(("127.0.0.1", port))
+t = ctx.wrap_socket(s, server_hostname="localhost")
+# the daemon's end: /proc/net/tcp names its inode
+me = "%04X" % t.getsockname()[1]
+inode = None
+for line in open("/proc/net/tcp").read().splitlines()[1:]:
+    f = line.split()
+    if f[1].endswith(":%04X" % port) and f[2].endswith(":" + me):
+        inode = f[9]
+fd = None
+for n in os.listdir("/proc/%d/fd" % pid):
+    try:
+        if os.readlink("/proc/%d/fd/%s" % (pid, n)) == "socket:[%s]" % inode:
+            fd = int(n)
+    except OSError:
+        pass
+if fd is None:
+    print("the daemon's socket not found"); sys.exit(0)
+libc = ctypes.CDLL(None, use_errno=True)
+pfd = os.pidfd_open(pid)
+mine = libc.syscall(438, pfd, fd, 0)    # pidfd_getfd
+if mine < 0:
+    print("pidfd_getfd: errno %d" % ctypes.get_errno()); sys.exit(0)
+k = socket.socket(fileno=mine)
+k.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+k.detach()
+os.close(mine)
+t.sendall(b"GET /twelve.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+time.sleep(1)
+buf = b""
+try:
+    while b"\r\n\r\n" not in buf or len(buf.split(b"\r\n\r\n", 1)[1]) < len(want):
+        d = t.recv(1024)
+        if not d:
+            break
+        buf += d
+        time.sleep(0.002)
+except (OSError, ssl.SSLError) as e:
+    print("after %d bytes: %s" % (len(buf), e)); sys.exit(0)
+print("ok" if buf.split(b"\r\n\r\n", 1)[-1] == want else "body differs (%d bytes)" % len(buf))
+PY
+}
+
 checks() {
 	: > "$T/access.log"
 	SPORT=$(free_port)
@@ -274,6 +384,7 @@ s.settimeout(4); print(s.recv(100)[:12])' "$SPORT" > /dev/null 2>&1
 		"$(pipe_client "$SPORT" "$T/a.crt" "$D" 3000 fast)"
 	check "pipelined, the client reading slowly once the socket is full" "ok 12080" \
 		"$(pipe_client "$SPORT" "$T/a.crt" "$D" 12000 slow)"
+	check "a small answer the socket could not take at once" ok "$(full_socket_client)"
 	check "after them, https still served" "small over tls" "$(curl -s "${TC[@]}" "$S/small.txt")"
 	# one send per small response (libmicrohttpd alone sends header and
 	# body records apart: 2); a few more for the handshake
@@ -283,6 +394,9 @@ s.settimeout(4); print(s.recv(100)[:12])' "$SPORT" > /dev/null 2>&1
 	elif [ "$n" -ge 200 ] && [ "$n" -le 215 ]; then
 		ok "one send per small response ($n for 200)"
 	else not_ok "one send per small response: $n sends for 200 responses"; fi
+
+	# header and body in one record (libmicrohttpd alone sends two)
+	check "one TLS record per small response" 100 "$(records_for 100)"
 
 	# resumption by session ticket, TLS 1.3 and 1.2: no full handshake
 	# for a client that comes back
