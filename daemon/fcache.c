@@ -311,6 +311,17 @@ void fsd_fcache_fini(void)
 	fc = NULL;
 }
 
+bool fsd_fcache_tidy(void)
+{
+	if (!fcw_unused())
+		return false;
+	if (fc)
+		sync_events(false);
+	else
+		fcw_sync(false);        /* the listing cache's alone */
+	return fcw_unused() > 0;
+}
+
 bool fsd_fcache_active(void)
 {
 	return fc && fc->n;

@@ -65,6 +65,12 @@ int fsd_fcache_init(void);
  * queued in MHD keep their bodies until MHD releases them). */
 void fsd_fcache_fini(void);
 
+/* On the worker thread, between events: removes some of the watches no
+ * cached entry needs any more (a dropped listing leaves one per name),
+ * which a request would otherwise do. True while more remain: the
+ * worker then comes back soon even when idle. */
+bool fsd_fcache_tidy(void);
+
 /* On the worker thread: does the thread's cache hold anything? (When
  * not, a request need not even be parsed to ask it.) */
 bool fsd_fcache_active(void);

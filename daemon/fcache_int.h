@@ -83,6 +83,8 @@ int fcw_sync(bool force);
 
 /* Watches held now. */
 unsigned fcw_count(void);
+/* Watches no entry needs, waiting for fcw_sync() to remove them. */
+unsigned fcw_unused(void);
 
 /* The watches a worker's caches may hold: fcache_watches, or half of
  * what the kernel lets this user watch, shared by the workers (other

@@ -422,6 +422,11 @@ static void reap(unsigned max)
 	}
 }
 
+unsigned fcw_unused(void)
+{
+	return ws ? ws->nunused : 0;
+}
+
 unsigned long fcw_foreign_events(void)
 {
 	return ws ? ws->foreign_events : 0;
