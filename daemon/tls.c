@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@
 #include <event2/event.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+
+#include <fibril/fibril.h>
 
 /* TLS 1.2 and 1.3 only: older versions have no cipher suite left that
  * is not deprecated (RFC 8996). GnuTLS's NORMAL set otherwise. */
@@ -277,7 +280,9 @@ uint64_t fsd_tls_plain_bytes(struct MHD_Connection *conn, uint64_t wire)
  *   our own, since libmicrohttpd may have nothing more to send) and
  *   before any later record. While bytes wait there, responses take
  *   the next way, whose sends wait for the socket: a client that
- *   pipelines requests and reads nothing is not buffered for.
+ *   pipelines requests and reads nothing is not buffered for. Should
+ *   libmicrohttpd close the connection meanwhile, the bytes are still
+ *   written, on a copy of the descriptor (tls_orphan()).
  *   libmicrohttpd keeps TLS sockets corked (TCP_CORK) and pushes with
  *   TCP_NODELAY after its own sends; a write after those would wait,
  *   so the first uncork takes TCP_CORK off for good (libmicrohttpd,
@@ -300,11 +305,20 @@ uint64_t fsd_tls_plain_bytes(struct MHD_Connection *conn, uint64_t wire)
 struct fsd_tls_io {
 	int fd;
 	gnutls_session_t s;
+	struct event_base *base;
 	struct event *flush;    /* writes out[] once the socket takes it */
 	bool hold;              /* hold the next push: another one follows */
 	bool corked;            /* GnuTLS corked for the response queued */
 	bool keep_all;          /* in the uncork: push keeps what is refused */
 	bool tcp_uncorked;
+	bool key_update;        /* the peer asked for one: GnuTLS answers in
+	                         * its next send, which a cork would undo */
+	/* closed by libmicrohttpd with bytes in out[]: on the worker's
+	 * list of those, with its own descriptor, until they are written
+	 * or the deadline */
+	bool orphan;
+	uint64_t until_ns;
+	struct fsd_tls_io *onext, *oprev;
 	unsigned char *out;     /* bytes for the socket before any other */
 	size_t out_off, out_len, out_cap;
 	size_t ahead_off, ahead_len;
@@ -377,14 +391,88 @@ static bool tls_out_write(struct fsd_tls_io *io)
 	return true;
 }
 
+/* Connections libmicrohttpd closed while bytes of theirs were in out[]
+ * (a close right after a response, a drain, a client that half-closed):
+ * the bytes are a response libmicrohttpd counts as sent. */
+static __thread struct fsd_tls_io *tls_orphans;
+static __thread unsigned tls_norphans;
+
+static void tls_orphan_end(struct fsd_tls_io *io)
+{
+	if (io->oprev)
+		io->oprev->onext = io->onext;
+	else
+		tls_orphans = io->onext;
+	if (io->onext)
+		io->onext->oprev = io->oprev;
+	tls_norphans--;
+	event_free(io->flush);
+	close(io->fd);
+	free(io->out);
+	free(io);
+}
+
 static void tls_out_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct fsd_tls_io *io = arg;
+	uint64_t now;
 
 	(void)fd;
-	(void)what;
-	if (!tls_out_write(io))
-		event_add(io->flush, NULL);
+	if (!io->orphan) {
+		if (!tls_out_write(io))
+			event_add(io->flush, NULL);
+		return;
+	}
+	now = fibril_now_ns();
+	if ((what & EV_TIMEOUT) || tls_out_write(io) || now >= io->until_ns) {
+		tls_orphan_end(io);
+		return;
+	}
+	uint64_t left = io->until_ns - now;
+	struct timeval tv = { (time_t)(left / 1000000000u),
+	                      (suseconds_t)(left % 1000000000u / 1000u) };
+	event_add(io->flush, &tv);
+}
+
+/* Takes over @io, whose descriptor libmicrohttpd is about to close,
+ * to write out[] on a copy of it, for at most connection_timeout.
+ * False if it cannot (the bytes are lost, as with a reset). */
+static bool tls_orphan(struct fsd_tls_io *io)
+{
+	unsigned secs = fsd->conf.connection_timeout ? fsd->conf.connection_timeout : 60;
+	struct timeval tv = { (time_t)secs, 0 };
+	int fd = fcntl(io->fd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd < 0)
+		return false;
+	io->flush = event_new(io->base, fd, EV_WRITE, tls_out_ready, io);
+	if (!io->flush || event_add(io->flush, &tv) < 0) {
+		if (io->flush)
+			event_free(io->flush);
+		close(fd);
+		return false;
+	}
+	io->fd = fd;
+	io->orphan = true;
+	io->until_ns = fibril_now_ns() + (uint64_t)secs * 1000000000u;
+	io->oprev = NULL;
+	io->onext = tls_orphans;
+	if (tls_orphans)
+		tls_orphans->oprev = io;
+	tls_orphans = io;
+	tls_norphans++;
+	return true;
+}
+
+unsigned fsd_tls_orphans(void)
+{
+	return tls_norphans;
+}
+
+void fsd_tls_orphans_free(void)
+{
+	while (tls_orphans)
+		tls_orphan_end(tls_orphans);
 }
 
 /* Writes out[], then @iov; returns the bytes of @iov taken, or -1 with
@@ -491,6 +579,20 @@ static gnutls_session_t tls_session(struct MHD_Connection *mc)
 	return ci ? (gnutls_session_t)ci->tls_session : NULL;
 }
 
+/* A KeyUpdate came in: if it asks for ours, GnuTLS sends it with the
+ * next record, a state that gnutls_record_cork() would overwrite. */
+static int tls_key_update(gnutls_session_t s, unsigned type, unsigned when,
+                          unsigned incoming, const gnutls_datum_t *msg)
+{
+	struct fsd_tls_io *io = gnutls_transport_get_ptr(s);
+
+	(void)when;
+	(void)msg;
+	if (type == GNUTLS_HANDSHAKE_KEY_UPDATE && incoming && io && io != &tls_io_closed)
+		io->key_update = true;
+	return 0;
+}
+
 struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd,
                                   struct event_base *base)
 {
@@ -501,6 +603,7 @@ struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd,
 		return NULL;    /* GnuTLS's own transport then */
 	io->fd = fd;
 	io->s = s;
+	io->base = base;
 	io->flush = event_new(base, fd, EV_WRITE, tls_out_ready, io);
 	if (!io->flush) {
 		free(io);
@@ -510,6 +613,8 @@ struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd,
 	gnutls_transport_set_vec_push_function(s, tls_io_push);
 	gnutls_transport_set_pull_function(s, tls_io_pull);
 	gnutls_transport_set_pull_timeout_function(s, tls_io_pull_timeout);
+	gnutls_handshake_set_hook_function(s, GNUTLS_HANDSHAKE_KEY_UPDATE,
+	                                   GNUTLS_HOOK_POST, tls_key_update);
 	/* before the handshake, which sends the ticket */
 	if (fsd->conf.ssl_session_tickets && tls_ticket_key.data)
 		gnutls_session_ticket_enable_server(s, &tls_ticket_key);
@@ -523,6 +628,11 @@ void fsd_tls_sending(struct fsd_tls_io *io, uint64_t body_len)
 	/* bytes still wait for the socket: sends that wait for it too */
 	if (io->out_len > io->out_off)
 		return;
+	if (io->key_update) {
+		io->key_update = false;
+		io->hold = true;
+		return;
+	}
 	if (body_len <= TLS_ONE_RECORD) {
 		gnutls_record_cork(io->s);
 		io->corked = true;
@@ -543,8 +653,10 @@ void fsd_tls_sent(struct fsd_tls_io *io)
 		io->tcp_uncorked = true;
 	}
 	io->keep_all = true;
-	/* a failure is the connection's: libmicrohttpd meets it next */
-	(void)gnutls_record_uncork(io->s, 0);
+	/* On failure GnuTLS stays corked and would keep every later
+	 * response: the connection is ended, libmicrohttpd meets it next. */
+	if (gnutls_record_uncork(io->s, 0) < 0)
+		shutdown(io->fd, SHUT_RDWR);
 	io->keep_all = false;
 }
 
@@ -558,6 +670,9 @@ void fsd_tls_detach(struct MHD_Connection *mc, struct fsd_tls_io *io)
 	if (s)
 		gnutls_transport_set_ptr(s, &tls_io_closed);
 	event_free(io->flush);
+	io->flush = NULL;
+	if (io->out_len > io->out_off && tls_orphan(io))
+		return;
 	free(io->out);
 	free(io);
 }

@@ -56,7 +56,13 @@ struct fsd_tls_io *fsd_tls_attach(struct MHD_Connection *mc, int fd,
 void fsd_tls_sending(struct fsd_tls_io *io, uint64_t body_len);
 /* libmicrohttpd reports the response complete. */
 void fsd_tls_sent(struct fsd_tls_io *io);
-/* At the close of the connection; @io may be NULL. */
+/* Closed connections whose last response is still being written (at
+ * most connection_timeout each), on this worker; and their end, at the
+ * worker's. */
+unsigned fsd_tls_orphans(void);
+void fsd_tls_orphans_free(void);
+/* At the close of the connection; @io may be NULL. Bytes of a response
+ * the socket has not taken yet are still written. */
 void fsd_tls_detach(struct MHD_Connection *mc, struct fsd_tls_io *io);
 
 #endif

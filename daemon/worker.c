@@ -177,6 +177,7 @@ static bool drained(struct fsd_worker *w)
 		if (di)
 			conns += di->num_connections;
 	}
+	conns += fsd_tls_orphans();
 	if (conns && fibril_now_ns() < w->stop_deadline_ns)
 		return false;
 	if (conns && atomic_load(&w->stop_now))
@@ -375,6 +376,7 @@ static void worker_teardown(struct fsd_worker *w)
 		async_event_detach(w->engine);
 		async_engine_destroy(w->engine);
 	}
+	fsd_tls_orphans_free();
 	if (w->base)
 		event_base_free(w->base);
 	fsd_fcache_fini();

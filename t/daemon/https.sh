@@ -276,14 +276,16 @@ PY
 }
 
 # A small response (one record) written to a socket too full to take it
-# all, and nothing asked after it: the client makes the daemon's socket
-# small (its descriptor taken with pidfd_getfd), reads nothing for a
-# while, then reads the response. Prints "ok" or what went wrong.
+# all: the client makes the daemon's socket small (its descriptor taken
+# with pidfd_getfd), reads nothing for a while, then reads. Arg: keep
+# (nothing asked after it), close (asked with "Connection: close"), or
+# halfclose (after mid.bin, then the client shuts its sending side).
+# Prints "ok" or what went wrong.
 full_socket_client() {
-	timeout 30 python3 - "$SPORT" "$T/a.crt" "$DPID" "$D/twelve.bin" <<'PY'
+	timeout 30 python3 - "$SPORT" "$T/a.crt" "$DPID" "$D" "$1" <<'PY'
 import ctypes, os, socket, ssl, sys, time
-port, ca, pid, path = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-want = open(path, "rb").read()
+port, ca, pid, root, mode = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+want = open(root + "/twelve.bin", "rb").read()
 ctx = ssl.create_default_context(cafile=ca)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -315,11 +317,29 @@ k = socket.socket(fileno=mine)
 k.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
 k.detach()
 os.close(mine)
-t.sendall(b"GET /twelve.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+req = b"GET /twelve.bin HTTP/1.1\r\nHost: x\r\n%s\r\n"
+if mode == "close":
+    t.sendall(req % b"Connection: close\r\n")
+elif mode == "halfclose":
+    t.sendall(b"GET /mid.bin HTTP/1.1\r\nHost: x\r\n\r\n" + req % b"")
+    half = socket.socket(fileno=os.dup(t.fileno()))
+    half.shutdown(socket.SHUT_WR)
+    half.close()
+    want = open(root + "/mid.bin", "rb").read() + want
+else:
+    t.sendall(req % b"")
 time.sleep(1)
 buf = b""
+def body():
+    out, rest = b"", buf
+    while b"\r\n\r\n" in rest:
+        head, rest = rest.split(b"\r\n\r\n", 1)
+        n = int([l.split(b":")[1] for l in head.split(b"\r\n")
+                 if l.lower().startswith(b"content-length:")][0])
+        out, rest = out + rest[:n], rest[n:]
+    return out
 try:
-    while b"\r\n\r\n" not in buf or len(buf.split(b"\r\n\r\n", 1)[1]) < len(want):
+    while len(body()) < len(want):
         d = t.recv(1024)
         if not d:
             break
@@ -327,8 +347,17 @@ try:
         time.sleep(0.002)
 except (OSError, ssl.SSLError) as e:
     print("after %d bytes: %s" % (len(buf), e)); sys.exit(0)
-print("ok" if buf.split(b"\r\n\r\n", 1)[-1] == want else "body differs (%d bytes)" % len(buf))
+print("ok" if body() == want else "bodies differ (%d bytes)" % len(buf))
 PY
+}
+
+# Asks for a TLS 1.3 key update (openssl s_client's K) between two
+# requests: prints the KeyUpdate messages the daemon sent.
+key_update() {
+	{ printf 'GET /twelve.bin HTTP/1.1\r\nHost: x\r\n\r\n'; sleep 1; printf 'K\n'
+	  sleep 1; printf 'GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n'; sleep 1; } |
+		timeout 10 openssl s_client -connect "127.0.0.1:$SPORT" -CAfile "$T/a.crt" \
+			-tls1_3 -msg 2>/dev/null | grep -a -c '^<<< .*KeyUpdate'
 }
 
 checks() {
@@ -384,7 +413,9 @@ s.settimeout(4); print(s.recv(100)[:12])' "$SPORT" > /dev/null 2>&1
 		"$(pipe_client "$SPORT" "$T/a.crt" "$D" 3000 fast)"
 	check "pipelined, the client reading slowly once the socket is full" "ok 12080" \
 		"$(pipe_client "$SPORT" "$T/a.crt" "$D" 12000 slow)"
-	check "a small answer the socket could not take at once" ok "$(full_socket_client)"
+	check "a small answer the socket could not take at once" ok "$(full_socket_client keep)"
+	check "... asked with Connection: close" ok "$(full_socket_client close)"
+	check "... the client's sending side shut after it" ok "$(full_socket_client halfclose)"
 	check "after them, https still served" "small over tls" "$(curl -s "${TC[@]}" "$S/small.txt")"
 	# one send per small response (libmicrohttpd alone sends header and
 	# body records apart: 2); a few more for the handshake
@@ -395,6 +426,7 @@ s.settimeout(4); print(s.recv(100)[:12])' "$SPORT" > /dev/null 2>&1
 		ok "one send per small response ($n for 200)"
 	else not_ok "one send per small response: $n sends for 200 responses"; fi
 
+	check "TLS 1.3 key update asked for: answered" 1 "$(key_update)"
 	# header and body in one record (libmicrohttpd alone sends two)
 	check "one TLS record per small response" 100 "$(records_for 100)"
 
