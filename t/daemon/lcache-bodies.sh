@@ -61,17 +61,9 @@ same() {
 	echo "${out# }"
 }
 
-hits() { grep -c 'listing of /d/ from the cache' "$T/err.log"; }
-# hits_over N: waits (5 s at most: the log is written once a second)
-# for more than N hits; prints the count
-hits_over() {
-	local i
-	for i in $(seq 1 50); do
-		[ "$(hits)" -gt "$1" ] && break
-		sleep 0.1
-	done
-	hits
-}
+hits() { lcache_hits /d/; }
+# hits_over N: waits (at most 5 s) for more than N hits; prints the count
+hits_over() { lcache_hits_reach /d/ $(($1 + 1)); }
 
 # head_get BASE: HEAD then GET of /d/ on one connection: the HEAD's
 # status, Content-Length and whether its ETag is the GET's, then the

@@ -15,18 +15,8 @@ fixture() {
 	ln "$D/d/f5" "$T/outside/f5-link"      # a hard link made before the fill
 }
 
-# hits: how many listings of /d/ came from the cache so far
-hits() { grep -c 'listing of /d/ from the cache' "$T/err.log"; }
-# the error log is written once a second: waits (at most 5 s) for
-# $1 hits, then prints the count
-hits_reach() {
-	local i
-	for i in $(seq 1 50); do
-		[ "$(hits)" -ge "$1" ] && break
-		sleep 0.1
-	done
-	hits
-}
+hits() { lcache_hits /d/; }
+hits_reach() { lcache_hits_reach /d/ "$1"; }
 fresh() { python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d"; }
 
 ORDERS='sort=name sort=size sort=size&order=desc sort=mtime sort=name&order=desc

@@ -166,6 +166,20 @@ for line in open(sys.argv[2], encoding="latin-1"):
 PY
 }
 
+# lcache_hits PATH: listings of PATH answered from the listing cache so
+# far (the error log says so, at debug level, written once a second)
+lcache_hits() { grep -c "listing of $1 from the cache" "$T/err.log"; }
+# lcache_hits_reach PATH N: waits (at most 5 s) for N of them; prints
+# the count
+lcache_hits_reach() {
+	local i
+	for i in $(seq 1 50); do
+		[ "$(lcache_hits "$1")" -ge "$2" ] && break
+		sleep 0.1
+	done
+	lcache_hits "$1"
+}
+
 # wait_for FILE REGEX [TENTHS]: FILE matches within TENTHS tenths of a
 # second (default 50; logs are written by the log thread, which flushes
 # once a second)
