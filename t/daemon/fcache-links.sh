@@ -25,12 +25,7 @@ PY
 # fresh URLPATH FILE LABEL: two GETs and a whole-file Range request all
 # give the bytes of FILE
 fresh() {
-	local i
-	for i in 1 2; do
-		curl -s -o "$T/got" "$URL/$1"
-		if cmp -s "$T/got" "$2"; then ok "$3 (fetch $i)"
-		else not_ok "$3 (fetch $i): body differs from $2"; fi
-	done
+	same "$1" "$3" "$2"
 	curl -s -o "$T/got" -H "Range: bytes=0-" "$URL/$1"
 	if cmp -s "$T/got" "$2"; then ok "$3 (range)"
 	else not_ok "$3 (range): body differs from $2"; fi

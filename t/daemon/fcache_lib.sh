@@ -19,12 +19,13 @@ put() {
 	chmod 644 "$1"
 }
 
-# same NAME LABEL: GET twice, both byte-identical to the file now on disk
+# same NAME LABEL [FILE]: GET twice, both byte-identical to FILE
+# (default: $D/NAME) as it is now on disk
 same() {
-	local i
+	local i f=${3:-$D/$1}
 	for i in 1 2; do
 		curl -s -o "$T/got" "$URL/$1"
-		if cmp -s "$T/got" "$D/$1"; then ok "$2 (fetch $i)"
-		else not_ok "$2 (fetch $i): body differs from $D/$1"; fi
+		if cmp -s "$T/got" "$f"; then ok "$2 (fetch $i)"
+		else not_ok "$2 (fetch $i): body differs from $f"; fi
 	done
 }

@@ -198,4 +198,20 @@ TL_FN long tl_submit_open(int dfd, const char *path, int flags, bool *pending)
 	return c > 0 ? wait_for_async(c) : res;
 }
 
+/* Makes @dir/@sub and an empty file @dir/@file; returns @dir open as a
+ * directory. */
+TL_FN int tl_dir_with(const char *dir, const char *sub, const char *file)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, sub);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	return dfd;
+}
+
 #endif

@@ -77,14 +77,9 @@ END_TEST
 START_TEST(mount_below_remembered_dir)
 {
 	char sub[400], p[460];
+	int fd;
 	snprintf(sub, sizeof(sub), "%s/sub", mnt);
-	snprintf(p, sizeof(p), "%s/f", mnt);
-	ck_assert_int_eq(mkdir(sub, 0755), 0);
-	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	int dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(dfd, 0);
+	int dfd = tl_dir_with(mnt, "sub", "f");
 	async_engine_t *e;
 	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
 	bool pend;

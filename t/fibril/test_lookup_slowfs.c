@@ -401,13 +401,7 @@ START_TEST(late_mount_and_reused_numbers)
 {
 	char late[400], p[460];
 	snprintf(late, sizeof(late), "%s/late", tl_dir);
-	snprintf(p, sizeof(p), "%s/local.txt", tl_dir);
-	ck_assert_int_eq(mkdir(late, 0755), 0);
-	int lf = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-	ck_assert_int_ge(lf, 0);
-	close(lf);
-	int dfd = open(tl_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(dfd, 0);
+	int dfd = tl_dir_with(tl_dir, "late", "local.txt");
 	async_engine_t *e;
 	ck_assert_int_eq(async_engine_create(NULL, &e), 0);
 
