@@ -88,7 +88,7 @@ def connect():
     s = socket.socket()
     if slow:
         # small, but not below one segment: with a window under the MSS
-        # and libmicrohttpd's TCP_CORK, Linux sends one segment per 200 ms
+        # Linux sends one segment per 200 ms
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
     s.settimeout(20)
     s.connect(("127.0.0.1", port))
