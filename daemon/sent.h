@@ -5,8 +5,8 @@
  * Bytes sent: libmicrohttpd reports none. A body sent whole
  * (termination "completed") is its length. For one cut short the count
  * comes from the socket: the bytes written to it since the response was
- * made (TCP_INFO bytes acknowledged plus SIOCOUTQ, those queued and not
- * acknowledged), less the response header's length, computed from its
+ * made (from one TCP_INFO: bytes sent once plus those not sent yet),
+ * less the response header's length, computed from its
  * fields as libmicrohttpd 0.9.75 writes them. Under TLS the socket
  * carries records: their overhead is taken off (tls.h), which makes the
  * count exact to within one record's overhead (about 22 bytes).
