@@ -534,13 +534,12 @@ static ssize_t tls_io_pull(gnutls_transport_ptr_t p, void *data, size_t len)
 		errno = EBADF;
 		return -1;
 	}
-	/* Never reached with a header held when the caller of
-	 * fsd_tls_sending() is right; should it not be, it goes out now
-	 * rather than later. */
-	if (io->hold) {
-		io->hold = false;
+	/* Bytes in out[] go before anything this read leads to. A held
+	 * header is never among them when the caller of fsd_tls_sending()
+	 * is right; should it be, it goes out now rather than later. */
+	io->hold = false;
+	if (io->out_len > io->out_off)
 		tls_out_write(io);
-	}
 	if (io->ahead_len) {
 		size_t n = len < io->ahead_len ? len : io->ahead_len;
 		memcpy(data, io->ahead + io->ahead_off, n);
