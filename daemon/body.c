@@ -138,6 +138,16 @@ static struct MHD_Response *tls_body(int fd, uint64_t off, uint64_t len,
  * ~80k vs ~33k req/s); large ones go out with sendfile after read-ahead.
  */
 
+/* Offers the file to the file cache: a small one under TLS too, a
+ * large one (kept open, sent from a mapping or by sendfile) only to
+ * plain connections, as HTTPS never sends from those. */
+static void offer(struct fsd_req *rq, const char *path, const struct statx *stx)
+{
+	if (stx && rq->method == FSD_M_GET && !rq->abandoned &&
+	    (stx->stx_size <= fsd->conf.small_file_max || !fsd_tls_conn(rq->conn)))
+		fsd_fcache_put(rq, path, stx);
+}
+
 struct MHD_Response *fsd_body(struct fsd_req *rq, int fd, uint64_t off,
                               uint64_t len, const char *path,
                               const struct statx *cache_stx)
@@ -168,16 +178,13 @@ struct MHD_Response *fsd_body(struct fsd_req *rq, int fd, uint64_t off,
 				fsd_log(LOG_ERR, "read %s: file shrank while being sent", path);
 			return NULL;
 		}
-		if (cache_stx)
-			fsd_fcache_put(rq, path, cache_stx, buf, len);
+		offer(rq, path, cache_stx);
 		fsd_sent_count(rq);
 		return MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
 	}
 	if (rq->method == FSD_M_GET)
 		warm(rq, fd, off, len);
-	/* (the cache opens the file again itself, once it is watched) */
-	if (cache_stx && rq->method == FSD_M_GET && !rq->abandoned && !fsd_tls_conn(rq->conn))
-		fsd_fcache_put(rq, path, cache_stx, NULL, len);
+	offer(rq, path, cache_stx);
 	if (fsd_tls_conn(rq->conn)) {
 		resp = tls_body(fd, off, len, path);
 		if (resp && rq->method == FSD_M_GET)

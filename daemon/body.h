@@ -22,8 +22,8 @@ struct fsd_req;
 
 /* Body [off, off+len) of @fd (owned from here on: closed on every
  * path). @path (relative to the root) is for the log; @cache_stx, when
- * given, offers a small body to the small-file cache. NULL: failed
- * (logged when the file system failed). */
+ * given, offers the file (the whole of it, whatever the range) to the
+ * file cache. NULL: failed (logged when the file system failed). */
 struct MHD_Response *fsd_body(struct fsd_req *rq, int fd, uint64_t off,
                               uint64_t len, const char *path,
                               const struct statx *cache_stx);

@@ -76,9 +76,11 @@ EXTRA_DIST += t/daemon/listing_check.py t/daemon/lcache_check.py
 EXTRA_DIST += t/browser/listing-browser.mjs t/browser/package.json t/browser/package-lock.json
 
 # --- fcache (PERF) ---
-fileserverd_SOURCES += daemon/fcache.c daemon/fcache.h daemon/fcache_watch.c daemon/fcache_int.h
+fileserverd_SOURCES += daemon/fcache.c daemon/fcache.h daemon/fcache_body.c daemon/fcache_body.h \
+	daemon/fcache_watch.c daemon/fcache_int.h
 FCACHE_IT = t/daemon/fcache.sh t/daemon/fcache-links.sh t/daemon/fcache-ns.sh \
-	t/daemon/fcache-watches.sh t/daemon/fcache-enospc.sh t/daemon/fcache-large.sh
+	t/daemon/fcache-watches.sh t/daemon/fcache-enospc.sh t/daemon/fcache-large.sh \
+	t/daemon/fcache-ranges.sh
 TESTS += $(FCACHE_IT)
 dist_check_SCRIPTS += $(FCACHE_IT)
 EXTRA_DIST += t/daemon/fcache-hits.py t/daemon/fcache_lib.sh

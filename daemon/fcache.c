@@ -1,6 +1,7 @@
 #include "first.h"
 
 #include "daemon/fcache.h"
+#include "daemon/fcache_body.h"
 #include "daemon/fcache_int.h"
 #include "daemon/resident.h"
 #include "daemon/daemon.h"
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -31,6 +31,7 @@
 #include "proto/cond.h"
 #include "proto/etag.h"
 #include "proto/httpdate.h"
+#include "proto/range.h"
 
 /* Directories on a cached path, the root included, at most. */
 #define MAX_DEPTH     32u
@@ -42,11 +43,6 @@
  * (and at most 1/64 of the open file limit over the workers: the
  * connections' own files come first). */
 #define MAX_FD_ENTRIES 64u
-/* Such a file up to this size is mapped (MAP_SHARED, the page cache's
- * own pages) and sent by libmicrohttpd as a buffer: headers and body in
- * one sendmsg, the way small bodies go. Larger ones go by sendfile. */
-#define MAP_MAX (64u << 20)
-
 struct entry {
 	struct entry *hnext;            /* bucket chain */
 	struct entry *prev, *next;      /* LRU, most recent first */
@@ -57,9 +53,10 @@ struct entry {
 	bool fdbody;                    /* above small_file_max: ok holds the open file */
 	bool mapped;                    /* ... as a shared mapping sent by sendmsg */
 	int fd;                         /* ... which is this one (ok's, not ours to close) */
+	const char *data;               /* the body in memory (blob or mapping); NULL: none */
 	uint64_t hash;
 	uint64_t gen;                   /* to recognise ours after parking */
-	struct blob *body;              /* our reference; NULL until filled */
+	struct fcb_blob *body;          /* our reference; NULL until filled */
 	struct shared *ok;              /* the 200 response, made on the first hit */
 	size_t len;
 	const char *ctype;              /* static (mime table) */
@@ -70,18 +67,6 @@ struct entry {
 	struct fcw_dep *dep;            /* in the same allocation */
 	char *key;                      /* relative path, likewise */
 };
-
-/* A body shared by the entry and the responses still being sent; MHD
- * calls blob_unref from the worker's loop, so a plain counter will do. */
-struct blob { unsigned refs; char data[]; };
-
-static void blob_unref(void *cls)
-{
-	struct blob *b = cls;
-
-	if (!--b->refs)
-		free(b);
-}
 
 /* One complete 200 response per entry, queued as is for every hit (MHD
  * lets a response be queued on many connections; it keeps a reference
@@ -176,7 +161,7 @@ static void entry_drop(struct entry *e)
 	if (e->ok)
 		shared_put(e->ok);
 	if (e->body)
-		blob_unref(e->body);
+		fcb_blob_unref(e->body);
 	free(e);
 }
 
@@ -364,7 +349,7 @@ static struct shared *entry_ok(struct entry *e)
 	if (e->ok || !e->body)
 		return e->ok;
 	resp = MHD_create_response_from_buffer_with_free_callback_cls(
-		e->len, e->body->data, blob_unref, e->body);
+		e->len, e->body->data, fcb_blob_unref, e->body);
 	if (resp)
 		e->body->refs++;
 	return share(e, resp);
@@ -379,13 +364,73 @@ static struct entry *find_usable(const char *rel, uint64_t h, bool ae)
 	return e && e->verified && (!ae || e->no_sidecars) ? e : NULL;
 }
 
+/* Which part of @e a request with Range asks for: 0 the whole (no
+ * Range, an If-Range that does not match, a Range to ignore), 1 the one
+ * range put in *@r, -1 what only the file system path answers (several
+ * ranges, none satisfiable). */
+static int part_of(const struct fsd_req *rq, const struct entry *e, struct proto_range *r)
+{
+	if (!rq->h.range || !proto_cond_if_range(rq->h.if_range, e->etag, e->mtime, time(NULL)))
+		return 0;
+	struct proto_range rs[fsd->conf.max_ranges];
+	unsigned n = 0;
+	switch (proto_range_parse(rq->h.range, strlen(rq->h.range), e->len, rs,
+	                          fsd->conf.max_ranges, &n)) {
+	case PROTO_RANGE_IGNORE:
+		return 0;
+	case PROTO_RANGE_OK:
+		if (n != 1)
+			return -1;
+		*r = rs[0];
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+/* 206 with the bytes @r of @e: from the entry's memory (a buffer or a
+ * mapping, held through the shared 200), or by sendfile from its open
+ * file. */
+static int respond_part(struct fsd_req *rq, struct entry *e, const struct proto_range *r)
+{
+	uint64_t len = r->last - r->first + 1;
+	struct shared *sh = entry_ok(e);
+	struct MHD_Response *resp = NULL;
+	int fd = -1;
+
+	if (sh && e->data) {
+		resp = MHD_create_response_from_buffer_with_free_callback_cls(
+			len, (void *)(e->data + r->first), shared_put, sh);
+		if (resp)
+			sh->refs++;
+	} else if (sh && (fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
+		resp = MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)r->first);
+		if (!resp)
+			close(fd);
+	}
+	if (!resp)
+		return 1;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, e->ctype);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+	struct fsd_validators v = validators(e);
+	fsd_resp_validators(resp, &v);
+	fsd_resp_content_range(resp, r, e->len);
+	/* (a small part, like a small entry's whole hit, leaves in one write) */
+	if (len > fsd->conf.small_file_max)
+		fsd_sent_count(rq);
+	fsd_req_respond(rq, MHD_HTTP_PARTIAL_CONTENT, resp, len);
+	if (!e->data && rq->resp == resp && rq->conn)
+		fsd_sent_watch(rq, e->fd, r->last + 1, e->key);
+	return 0;
+}
+
 int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 {
 	struct entry *e;
 	bool ae = fsd->conf.sidecars && rq->h.accept_encoding;
 
-	if (!fc || rq->h.range || rq->close ||
-	    (rq->method != FSD_M_GET && rq->method != FSD_M_HEAD))
+	if (!fc || rq->close || (rq->method != FSD_M_GET && rq->method != FSD_M_HEAD) ||
+	    (rq->h.range && rq->method != FSD_M_GET))
 		return 1;
 	uint64_t h = hash_str(rel);
 	if (!find_usable(rel, h, ae))
@@ -393,12 +438,17 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	sync_events(false);
 	if (!fc || !(e = find_usable(rel, h, ae)))
 		return 1;
+	struct proto_range part;
+	int p = part_of(rq, e, &part);
+	if (p < 0)
+		return 1;
+	uint64_t off = p ? part.first : 0, len = p ? part.last - part.first + 1 : e->len;
 	/* An open file goes out by sendfile on the loop: not under TLS
 	 * (body.c reads it there), and only when no page of it must come
 	 * from the disk (the file system path reads ahead through the
 	 * ring first). */
 	if (e->fdbody && (fsd_tls_conn(rq->conn) ||
-	                  (rq->method == FSD_M_GET && !fsd_resident(e->fd, 0, e->len))))
+	                  (rq->method == FSD_M_GET && !fsd_resident(e->fd, off, len))))
 		return 1;
 	FSD_M_INC(fc_hits);
 	lru_unlink(e);
@@ -407,6 +457,8 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	struct fsd_validators v = validators(e);
 	if (fsd_req_preconditions(rq, &v, e->mtime))
 		return 0;
+	if (p)
+		return respond_part(rq, e, &part);
 	struct shared *sh = entry_ok(e);
 	if (!sh)
 		return 1;
@@ -523,76 +575,6 @@ static bool still(struct entry *e, const char *rel, uint64_t h, uint64_t gen)
 	return fc && find(rel, h) == e && e->gen == gen && !e->doomed;
 }
 
-/* Reads @size bytes of the file open as @pfd (O_PATH) into a new blob,
- * parking the fibril. NULL on a short read or an error. */
-static struct blob *read_body(int pfd, size_t size)
-{
-	char path[40];
-	struct blob *b = malloc(sizeof *b + (size ? size : 1));
-	size_t got = 0;
-	long r = 0;
-
-	snprintf(path, sizeof path, "/proc/self/fd/%d", pfd);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (!b || fd < 0) {
-		free(b);
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	while (got < size && (r = fibril_pread(fd, b->data + got, size - got, (int64_t)got)) > 0)
-		got += (size_t)r;
-	close(fd);
-	if (got < size) {
-		free(b);
-		return NULL;
-	}
-	b->refs = 1;
-	return b;
-}
-
-/* A large body kept as a shared mapping of the file, and the file. */
-struct mapping { void *p; size_t len; int fd; };
-
-static void mapping_free(void *cls)
-{
-	struct mapping *m = cls;
-
-	munmap(m->p, m->len);
-	close(m->fd);
-	free(m);
-}
-
-/* The 200 response of the file open as @fd (owned from here on), @len
- * bytes: a buffer over a shared mapping of it when it is at most
- * MAP_MAX, else the file itself. NULL: failed. */
-static struct MHD_Response *large_response(int fd, size_t len, bool *mapped)
-{
-	struct MHD_Response *resp;
-	struct mapping *m;
-
-	*mapped = false;
-	if (len <= MAP_MAX && (m = malloc(sizeof *m))) {
-		m->p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-		m->len = len;
-		m->fd = fd;
-		resp = m->p == MAP_FAILED ? NULL :
-			MHD_create_response_from_buffer_with_free_callback_cls(len, m->p,
-			                                                       mapping_free, m);
-		if (resp) {
-			*mapped = true;
-			return resp;
-		}
-		if (m->p != MAP_FAILED)
-			munmap(m->p, len);
-		free(m);
-	}
-	resp = MHD_create_response_from_fd_at_offset64(len, fd, 0);
-	if (!resp)
-		close(fd);
-	return resp;
-}
-
 /* Opens the file open as @pfd (O_PATH, watched) for reading and makes
  * it @e's shared response, which every hit sends the way the file is
  * (any change since the watches is an event that drops the entry).
@@ -600,7 +582,7 @@ static struct MHD_Response *large_response(int fd, size_t len, bool *mapped)
 static bool fill_fd(struct entry *e, int pfd)
 {
 	char path[40];
-	bool mapped;
+	const char *mapped;
 
 	while (fc->nfd >= fc->max_fd && evict_fd(e))
 		;
@@ -610,11 +592,12 @@ static bool fill_fd(struct entry *e, int pfd)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return false;
-	if (!share(e, large_response(fd, e->len, &mapped)))
+	if (!share(e, fcb_large(fd, e->len, &mapped)))
 		return false;
 	e->fd = fd;
 	e->fdbody = true;
-	e->mapped = mapped;
+	e->mapped = mapped != NULL;
+	e->data = mapped;
 	fc->nfd++;
 	return true;
 }
@@ -652,13 +635,14 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 		if (!ok)
 			return false;
 	} else {
-		struct blob *b = read_body(fd, (size_t)sx.stx_size);
+		struct fcb_blob *b = fcb_read(fd, (size_t)sx.stx_size);
 		close(fd);
 		if (!b || !still(e, rel, h, gen)) {
 			free(b);
 			return false;
 		}
 		e->body = b;
+		e->data = b->data;
 		fc->bytes += e->len;
 		while (fc->bytes > fsd->conf.fcache_bytes && evict(e))
 			;
@@ -671,16 +655,13 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 	return true;
 }
 
-void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx,
-                    const void *buf, size_t len)
+void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx)
 {
 	struct entry *e;
 	unsigned ndirs = 1;
+	uint64_t len = stx->stx_size;
 
-	/* The bytes static.c read came before our watches: the entry is
-	 * filled by fill() instead, after them. */
-	(void)buf;
-	if (!fc || rq->method != FSD_M_GET || !*rel || len != stx->stx_size ||
+	if (!fc || rq->method != FSD_M_GET || !*rel ||
 	    (len > fsd->conf.small_file_max ? !fc->max_fd : len > fsd->conf.fcache_bytes / 4) ||
 	    !S_ISREG(stx->stx_mode))
 		return;
@@ -688,16 +669,13 @@ void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx
 	FSD_M_INC(fc_misses);
 	sync_events(true);
 	uint64_t h = hash_str(rel);
-	/* Being filled by another request; or a file with a sidecar the
-	 * client did not get (older than FILE, or a coding it does not
-	 * accept): its entry, good for requests without Accept-Encoding,
-	 * stays as it is instead of being made again for every such
-	 * request. */
-	if ((e = find(rel, h)) &&
-	    (!e->verified || (!e->no_sidecars && fsd->conf.sidecars && rq->h.accept_encoding)))
+	/* An entry already there is being filled by another request, or is
+	 * current (a change since its watches would have dropped it in the
+	 * sync above) and only could not answer this request (pages not
+	 * resident, a closing connection, a sidecar the client did not
+	 * get...): it stays as it is. */
+	if (find(rel, h))
 		return;
-	if (e)
-		entry_drop(e);
 	for (const char *p = rel; (p = strchr(p, '/')); p++)
 		ndirs++;
 	if (ndirs > MAX_DEPTH || ndirs + 1 > fc->budget)

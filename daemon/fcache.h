@@ -37,8 +37,9 @@
  * symlink or a mount point (only the root's mount), paths beneath a
  * casefolded directory (request and event names would compare by
  * bytes), roots on filesystems whose changes inotify cannot see (NFS,
- * FUSE, CIFS...), ranges, requests whose connection closes after the
- * answer, and, while sidecars are on, requests with Accept-Encoding for
+ * FUSE, CIFS...), several ranges in one request, requests whose
+ * connection closes after the answer, and, while sidecars are on,
+ * requests with Accept-Encoding for
  * a file that has a sidecar name (FILE.br, .zst, .gz) next to it: an
  * entry answers those only if none existed once its watches were in
  * place. Writes through a shared mmap are not reported by inotify: such
@@ -83,17 +84,14 @@ bool fsd_fcache_active(void);
  * from the file system. */
 int fsd_fcache_serve(struct fsd_req *rq, const char *rel);
 
-/* On the request fibril, after the caller read the whole body of @rel
- * (@len == stx->stx_size bytes at @buf, for a 200 with no
- * Content-Encoding) from the file whose statx is @stx; or, for a body
- * above small_file_max (@buf NULL), before it sends the whole file by
- * sendfile. Keeps nothing of @buf: those bytes were read before any
- * watch existed, so the entry is filled from the file again once it is
- * watched (a large one keeps the file open, opened again after the
- * watches, and sends from it for every hit). May park the fibril (it
- * reads the file and looks for sidecars) and never fails visibly: the
- * entry is just not kept. */
-void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx,
-                    const void *buf, size_t len);
+/* On the request fibril, as the caller serves (the whole of, or a range
+ * of) the file @rel whose statx is @stx from the file system: offers
+ * the file to the cache. Nothing the caller read is kept: those bytes
+ * were read before any watch existed, so the entry is filled from the
+ * file again once it is watched (a large one keeps the file open,
+ * opened again after the watches, and sends from it for every hit).
+ * May park the fibril (it reads the file and looks for sidecars) and
+ * never fails visibly: the entry is just not kept. */
+void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx);
 
 #endif

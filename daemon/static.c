@@ -285,7 +285,10 @@ static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
 			return true;
 		}
 		uint64_t len = r[0].last - r[0].first + 1;
-		resp = fsd_body(rq, rp->f.fd, r[0].first, len, rel, NULL);
+		/* A client that only asks for ranges (a player, a resumed
+		 * download) fills the cache too: its next ones are hits. */
+		resp = fsd_body(rq, rp->f.fd, r[0].first, len, rel,
+		                rp->encoding || rp->linked ? NULL : &rp->f.stx);
 		if (!resp) {
 			fsd_req_error(rq, 500);
 			return true;
