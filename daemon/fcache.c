@@ -58,6 +58,8 @@ struct entry {
 	uint64_t gen;                   /* to recognise ours after parking */
 	struct fcb_blob *body;          /* our reference; NULL until filled */
 	struct shared *ok;              /* the 200 response, made on the first hit */
+	struct shared *part;            /* the 206 of the last range asked; NULL: none */
+	struct proto_range part_range;  /* ... which is this one */
 	size_t len;
 	const char *ctype;              /* static (mime table) */
 	time_t mtime;
@@ -158,6 +160,8 @@ static void entry_drop(struct entry *e)
 	for (unsigned i = 0; i < e->ndeps; i++)
 		fcw_unwatch(&e->dep[i]);
 	/* Responses still being sent keep the body alive. */
+	if (e->part)
+		shared_put(e->part);
 	if (e->ok)
 		shared_put(e->ok);
 	if (e->body)
@@ -370,7 +374,8 @@ static struct entry *find_usable(const char *rel, uint64_t h, bool ae)
  * ranges, none satisfiable). */
 static int part_of(const struct fsd_req *rq, const struct entry *e, struct proto_range *r)
 {
-	if (!rq->h.range || !proto_cond_if_range(rq->h.if_range, e->etag, e->mtime, time(NULL)))
+	if (!rq->h.range ||
+	    (rq->h.if_range && !proto_cond_if_range(rq->h.if_range, e->etag, e->mtime, time(NULL))))
 		return 0;
 	struct proto_range rs[fsd->conf.max_ranges];
 	unsigned n = 0;
@@ -388,39 +393,69 @@ static int part_of(const struct fsd_req *rq, const struct entry *e, struct proto
 	}
 }
 
-/* 206 with the bytes @r of @e: from the entry's memory (a buffer or a
- * mapping, held through the shared 200), or by sendfile from its open
- * file. */
-static int respond_part(struct fsd_req *rq, struct entry *e, const struct proto_range *r)
+/* The 206 response of the bytes @r of @e, complete and shareable: a
+ * slice of the entry's memory (a buffer or a mapping, held through the
+ * shared 200), or the range of its open file by sendfile. NULL: failed. */
+static struct shared *make_part(struct entry *e, const struct proto_range *r)
 {
 	uint64_t len = r->last - r->first + 1;
-	struct shared *sh = entry_ok(e);
+	struct shared *sh = entry_ok(e), *ps = malloc(sizeof *ps);
 	struct MHD_Response *resp = NULL;
-	int fd = -1;
+	int fd;
 
-	if (sh && e->data) {
+	if (sh && ps && e->data) {
 		resp = MHD_create_response_from_buffer_with_free_callback_cls(
 			len, (void *)(e->data + r->first), shared_put, sh);
 		if (resp)
 			sh->refs++;
-	} else if (sh && (fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
+	} else if (sh && ps && (fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
 		resp = MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)r->first);
 		if (!resp)
 			close(fd);
 	}
-	if (!resp)
-		return 1;
+	if (!resp) {
+		free(ps);
+		return NULL;
+	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, e->ctype);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
 	struct fsd_validators v = validators(e);
 	fsd_resp_validators(resp, &v);
 	fsd_resp_content_range(resp, r, e->len);
+	fsd_resp_common(resp);
+	ps->refs = 1;
+	ps->r = resp;
+	return ps;
+}
+
+/* 206 with the bytes @r of @e. The entry keeps the response of the last
+ * range asked and queues it as is when the next asks the same (many
+ * clients fetching one slice: the first bytes of a media file, a
+ * caching proxy's aligned slices). */
+static int respond_part(struct fsd_req *rq, struct entry *e, const struct proto_range *r)
+{
+	uint64_t len = r->last - r->first + 1;
+	struct shared *ps = e->part;
+
+	if (!ps || e->part_range.first != r->first || e->part_range.last != r->last) {
+		if (!(ps = make_part(e, r)))
+			return 1;
+		if (e->part)
+			shared_put(e->part);
+		e->part = ps;
+		e->part_range = *r;
+	}
 	/* (a small part, like a small entry's whole hit, leaves in one write) */
-	if (len > fsd->conf.small_file_max)
+	bool count = len > fsd->conf.small_file_max;
+	if (count)
 		fsd_sent_count(rq);
-	fsd_req_respond(rq, MHD_HTTP_PARTIAL_CONTENT, resp, len);
-	if (!e->data && rq->resp == resp && rq->conn)
-		fsd_sent_watch(rq, e->fd, r->last + 1, e->key);
+	ps->refs++;
+	fsd_req_respond_shared(rq, MHD_HTTP_PARTIAL_CONTENT, ps->r, len, shared_put, ps);
+	if (count && rq->resp == ps->r && rq->conn) {
+		fsd_sent_respond(rq, ps->r, MHD_HTTP_PARTIAL_CONTENT);
+		if (!e->data)
+			fsd_sent_watch(rq, e->fd, r->last + 1, e->key);
+	}
 	return 0;
 }
 
