@@ -51,7 +51,6 @@ struct entry {
 	bool verified;                  /* filled, and no event since its watches */
 	bool no_sidecars;               /* FILE.br, .zst, .gz absent: serves Accept-Encoding too */
 	bool fdbody;                    /* above small_file_max: ok holds the open file */
-	bool mapped;                    /* ... as a shared mapping sent by sendmsg */
 	int fd;                         /* ... which is this one (ok's, not ours to close) */
 	const char *data;               /* the body in memory (blob or mapping); NULL: none */
 	uint64_t hash;
@@ -453,7 +452,7 @@ static int respond_part(struct fsd_req *rq, struct entry *e, const struct proto_
 	fsd_req_respond_shared(rq, MHD_HTTP_PARTIAL_CONTENT, ps->r, len, shared_put, ps);
 	if (count && rq->resp == ps->r && rq->conn) {
 		fsd_sent_respond(rq, ps->r, MHD_HTTP_PARTIAL_CONTENT);
-		if (!e->data)
+		if (e->fdbody)
 			fsd_sent_watch(rq, e->fd, r->last + 1, e->key);
 	}
 	return 0;
@@ -505,9 +504,9 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 		fsd_sent_respond(rq, sh->r, MHD_HTTP_OK);
 		/* A file that shrinks under sendfile would stall it: watched
 		 * as body.c watches its own. (Past the end of a mapping the
-		 * send fails instead, and libmicrohttpd closes the connection.) */
-		if (!e->mapped)
-			fsd_sent_watch(rq, e->fd, e->len, rel);
+		 * send fails instead and libmicrohttpd closes the connection;
+		 * the watch logs it.) */
+		fsd_sent_watch(rq, e->fd, e->len, rel);
 	}
 	return 0;
 }
@@ -631,7 +630,6 @@ static bool fill_fd(struct entry *e, int pfd)
 		return false;
 	e->fd = fd;
 	e->fdbody = true;
-	e->mapped = mapped != NULL;
 	e->data = mapped;
 	fc->nfd++;
 	return true;

@@ -116,22 +116,31 @@ struct fsd_body_watch {
 static __thread struct fsd_body_watch *watches;
 static __thread struct event *watch_timer;
 
+/* Has @b's file shrunk below the end of its body? Logs it (once). */
+static bool shrank(struct fsd_body_watch *b)
+{
+	struct statx sx;
+
+	/* cached attributes: never a round trip to a network fs here */
+	if (b->tripped ||
+	    statx(b->fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_SIZE, &sx) < 0 ||
+	    sx.stx_size >= b->end)
+		return false;
+	fsd_log(LOG_ERR, "read %s: file shrank to %llu bytes while %llu were being sent; "
+	        "connection closed", b->path,
+	        (unsigned long long)sx.stx_size, (unsigned long long)b->end);
+	b->tripped = true;
+	return true;
+}
+
 static void watch_tick(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
 	(void)arg;
 	for (struct fsd_body_watch *b = watches; b; b = b->next) {
-		struct statx sx;
-		/* cached attributes: never a round trip to a network fs here */
-		if (b->tripped ||
-		    statx(b->fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_SIZE, &sx) < 0 ||
-		    sx.stx_size >= b->end)
+		if (!shrank(b))
 			continue;
-		fsd_log(LOG_ERR, "read %s: file shrank to %llu bytes while %llu were being sent; "
-		        "connection closed", b->path,
-		        (unsigned long long)sx.stx_size, (unsigned long long)b->end);
-		b->tripped = true;
 		const union MHD_ConnectionInfo *ci = b->rq->conn ?
 			MHD_get_connection_info(b->rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
 		/* What is queued still goes out, then FIN; libmicrohttpd sees
@@ -201,6 +210,10 @@ void fsd_sent_end(struct fsd_req *rq, struct MHD_Connection *conn,
 	uint64_t now;
 
 	if (rq->watch) {
+		/* A body sent from a mapping ends at once when the file
+		 * shrinks (the kernel's copy fails), before any tick. */
+		if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+			shrank(rq->watch);
 		watch_drop(rq->watch);
 		rq->watch = NULL;
 	}

@@ -16,7 +16,9 @@
  * comes, until the idle timeout): every such body in flight is watched
  * (once a second, the size of the open file against the end of the
  * range) and a shrunk one is logged and its connection shut down, which
- * makes libmicrohttpd close it at once.
+ * makes libmicrohttpd close it at once. A body sent from a mapping of
+ * the file is watched too: there the kernel's copy fails and the
+ * connection ends at once, and the end of the request logs the cause.
  */
 #ifndef FSD_SENT_H
 #define FSD_SENT_H
@@ -30,8 +32,9 @@ struct fsd_req;
 /* body.c, before making a GET body: it is counted if it ends early
  * (on the request fibril, the connection between responses). */
 void fsd_sent_count(struct fsd_req *rq);
-/* body.c, for a sendfile body of @fd (dup'ed here) that must stay at
- * least @end bytes long; @path is for the log. */
+/* body.c and the file cache, for a body sent from @fd (dup'ed here) by
+ * sendfile or from a mapping of it, which must stay at least @end bytes
+ * long; @path is for the log. */
 void fsd_sent_watch(struct fsd_req *rq, int fd, uint64_t end, const char *path);
 
 /* respond.c, as @resp becomes rq's answer: notes the header's length

@@ -7,6 +7,7 @@
 #include "daemon/log.h"
 #include "daemon/mime.h"
 #include "daemon/paths.h"
+#include "daemon/tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -303,6 +304,25 @@ static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
 	return false;
 }
 
+/* A large file the cache did not hold, asked whole: the entry is made
+ * now and, when the file's pages are resident, answers this request too
+ * (from a mapping, headers and body leave in one sendmsg, where
+ * libmicrohttpd sends an fd body 128 KiB per loop pass). Not for a
+ * range: one sendfile of a part, which copies nothing, is cheaper than
+ * a copy from a mapping made for it. True when it answered; @rp's file
+ * is then closed. */
+static bool from_new_entry(struct fsd_req *rq, struct repr *rp, const char *rel)
+{
+	if (rp->encoding || rp->linked || rq->method != FSD_M_GET || rq->h.range ||
+	    rp->f.stx.stx_size <= fsd->conf.small_file_max || fsd_tls_conn(rq->conn))
+		return false;
+	fsd_fcache_put(rq, rel, &rp->f.stx);
+	if (rq->abandoned || fsd_fcache_serve(rq, rel) != 0)
+		return false;
+	close(rp->f.fd);
+	return true;
+}
+
 static void serve_file(struct fsd_req *rq, struct served *sv,
                        const char *rel, const char *name)
 {
@@ -310,6 +330,8 @@ static void serve_file(struct fsd_req *rq, struct served *sv,
 	struct MHD_Response *resp;
 
 	repr_make(rq, &rp, sv, rel, name);
+	if (from_new_entry(rq, &rp, rel))
+		return;
 	if (fsd_req_preconditions(rq, &rp.v, rp.mtime)) {
 		close(rp.f.fd);
 		return;

@@ -4,7 +4,7 @@
 # grown, written through a hard link or deleted is served as it is now
 # on the very next request; one truncated while a hit is being sent
 # (from a mapping, or by sendfile above 64 MiB) ends that connection
-# instead of stalling it; more files than the cache keeps open evict
+# instead of stalling it, and is logged; more files than the cache keeps open evict
 # each other and stay exact.
 . "$top_srcdir/t/daemon/lib.sh"
 
@@ -130,6 +130,7 @@ PY
 		same big/$f.bin "$f.bin truncated, afterwards"
 	done
 	check_log "the cut under sendfile logged" "$T/daemon.err" "read big/s.bin: file shrank"
+	check_log "the cut under a mapping logged" "$T/daemon.err" "read big/t.bin: file shrank"
 
 	# More large files than the cache keeps open (64 per worker): they
 	# evict each other; every fetch exact, every change seen.
