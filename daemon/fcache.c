@@ -42,7 +42,7 @@
 /* Open files kept for bodies above small_file_max, per worker, at most
  * (and at most 1/64 of the open file limit over the workers: the
  * connections' own files come first). */
-#define MAX_FD_ENTRIES 64u
+#define MAX_FD_ENTRIES 1024u
 struct entry {
 	struct entry *hnext;            /* bucket chain */
 	struct entry *prev, *next;      /* LRU, most recent first */
