@@ -321,9 +321,11 @@ static struct fsd_validators validators(const struct entry *e)
 	return (struct fsd_validators){ e->etag, e->lastmod, fsd->conf.sidecars };
 }
 
-/* Makes @resp (NULL: failed, nothing to free) the entry's shared 200
- * response, with its headers. */
-static struct shared *share(struct entry *e, struct MHD_Response *resp)
+/* Makes @resp (NULL: failed, nothing to free), the body of @e or of
+ * its part @r (NULL: the whole), a complete response that requests
+ * share, with its headers. */
+static struct shared *wrap(const struct entry *e, struct MHD_Response *resp,
+                           const struct proto_range *r)
 {
 	struct shared *sh = resp ? malloc(sizeof *sh) : NULL;
 
@@ -336,11 +338,18 @@ static struct shared *share(struct entry *e, struct MHD_Response *resp)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
 	struct fsd_validators v = validators(e);
 	fsd_resp_validators(resp, &v);
+	if (r)
+		fsd_resp_content_range(resp, r, e->len);
 	fsd_resp_common(resp);
 	sh->refs = 1;
 	sh->r = resp;
-	e->ok = sh;
 	return sh;
+}
+
+/* Makes @resp the entry's shared 200 response. */
+static struct shared *share(struct entry *e, struct MHD_Response *resp)
+{
+	return e->ok = wrap(e, resp, NULL);
 }
 
 /* The entry's shared 200 response, made on its first hit (an entry
@@ -398,33 +407,21 @@ static int part_of(const struct fsd_req *rq, const struct entry *e, struct proto
 static struct shared *make_part(struct entry *e, const struct proto_range *r)
 {
 	uint64_t len = r->last - r->first + 1;
-	struct shared *sh = entry_ok(e), *ps = malloc(sizeof *ps);
+	struct shared *sh = entry_ok(e);
 	struct MHD_Response *resp = NULL;
 	int fd;
 
-	if (sh && ps && e->data) {
+	if (sh && e->data) {
 		resp = MHD_create_response_from_buffer_with_free_callback_cls(
 			len, (void *)(e->data + r->first), shared_put, sh);
 		if (resp)
 			sh->refs++;
-	} else if (sh && ps && (fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
+	} else if (sh && (fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
 		resp = MHD_create_response_from_fd_at_offset64(len, fd, (int64_t)r->first);
 		if (!resp)
 			close(fd);
 	}
-	if (!resp) {
-		free(ps);
-		return NULL;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, e->ctype);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-	struct fsd_validators v = validators(e);
-	fsd_resp_validators(resp, &v);
-	fsd_resp_content_range(resp, r, e->len);
-	fsd_resp_common(resp);
-	ps->refs = 1;
-	ps->r = resp;
-	return ps;
+	return wrap(e, resp, r);
 }
 
 /* 206 with the bytes @r of @e. The entry keeps the response of the last
