@@ -379,6 +379,12 @@ checks() {
 		"$(curl -s -o /dev/null -w '%{http_code}' "${TC[@]}" -r 5-9 "$S/dir/large.bin")"
 	check_match "multiple ranges: multipart" "multipart/byteranges" \
 		"$(curl -s -o /dev/null -w '%{content_type}' "${TC[@]}" -r 0-0,-1 "$S/dir/large.bin")"
+	# a small file's ranges come from the file cache's copy once filled
+	# (the first fetch fills it)
+	curl -s -o /dev/null "${TC[@]}" "$S/mid.bin"
+	check "ranges of a cached file over https" \
+		"$(tail -c +101 "$D/mid.bin" | head -c 9900 | od -An -tx1 | sha256sum)$(tail -c 17 "$D/mid.bin" | od -An -tx1 | sha256sum)" \
+		"$(curl -s "${TC[@]}" -r 100-9999 "$S/mid.bin" | od -An -tx1 | sha256sum)$(curl -s "${TC[@]}" -r -17 "$S/mid.bin" | od -An -tx1 | sha256sum)"
 	check_match "listing" "listed-name\.txt" "$(curl -s "${TC[@]}" "$S/dir/")"
 	check "HEAD: length" "$(stat -c %s "$D/dir/large.bin")" \
 		"$(curl -s -I "${TC[@]}" "$S/dir/large.bin" | tr -d '\r' | awk 'tolower($1) == "content-length:" { print $2 }')"
