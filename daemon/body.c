@@ -198,7 +198,7 @@ struct MHD_Response *fsd_body(struct fsd_req *rq, int fd, uint64_t off,
 	}
 	if (rq->method == FSD_M_GET && !rq->abandoned && rq->conn) {
 		fsd_sent_count(rq);
-		fsd_sent_watch(rq, fd, off + len, path);
+		fsd_sent_watch(rq, fd, off + len, path, false);
 	}
 	return resp;
 }

@@ -433,29 +433,60 @@ static int respond_part(struct fsd_req *rq, struct entry *e, const struct proto_
 	uint64_t len = r->last - r->first + 1;
 	struct shared *ps = e->part;
 
-	if (!ps || e->part_range.first != r->first || e->part_range.last != r->last) {
+	if (ps && e->part_range.first == r->first && e->part_range.last == r->last) {
+		ps->refs++;
+	} else {
 		if (!(ps = make_part(e, r)))
 			return 1;
-		if (e->part)
-			shared_put(e->part);
-		e->part = ps;
-		e->part_range = *r;
+		/* (a part sent by sendfile is not kept: it holds a descriptor) */
+		if (e->data) {
+			if (e->part)
+				shared_put(e->part);
+			e->part = ps;
+			e->part_range = *r;
+			ps->refs++;
+		}
 	}
 	/* (a small part, like a small entry's whole hit, leaves in one write) */
 	bool count = len > fsd->conf.small_file_max;
 	if (count)
 		fsd_sent_count(rq);
-	ps->refs++;
 	fsd_req_respond_shared(rq, MHD_HTTP_PARTIAL_CONTENT, ps->r, len, shared_put, ps);
-	if (count && rq->resp == ps->r && rq->conn) {
+	if (rq->resp != ps->r || !rq->conn)
+		return 0;
+	if (count)
 		fsd_sent_respond(rq, ps->r, MHD_HTTP_PARTIAL_CONTENT);
-		if (e->fdbody)
-			fsd_sent_watch(rq, e->fd, r->last + 1, e->key);
+	/* sendfile stalls on a file that shrinks; a large part from a
+	 * mapping may send zeros past its new end (sent.h) */
+	if (e->fdbody && (count || !e->data))
+		fsd_sent_watch(rq, e->fd, r->last + 1, e->key, e->data != NULL);
+	return 0;
+}
+
+/* 200 with the whole of @e, its shared response queued as is. */
+static int respond_whole(struct fsd_req *rq, struct entry *e, const char *rel)
+{
+	struct shared *sh = entry_ok(e);
+
+	if (!sh)
+		return 1;
+	sh->refs++;
+	if (e->fdbody)
+		fsd_sent_count(rq);
+	fsd_req_respond_shared(rq, MHD_HTTP_OK, sh->r, e->len, shared_put, sh);
+	if (e->fdbody && rq->method == FSD_M_GET && rq->resp == sh->r && rq->conn) {
+		fsd_sent_respond(rq, sh->r, MHD_HTTP_OK);
+		/* A file that shrinks under sendfile would stall it, and one
+		 * sent from a mapping may send zeros past its new end: watched
+		 * as body.c watches its own (sent.h). */
+		fsd_sent_watch(rq, e->fd, e->len, rel, e->data != NULL);
 	}
 	return 0;
 }
 
-int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
+/* fsd_fcache_serve(); @filled: for the request that just filled the
+ * entry, a miss already counted. */
+static int serve(struct fsd_req *rq, const char *rel, bool filled)
 {
 	struct entry *e;
 	bool ae = fsd->conf.sidecars && rq->h.accept_encoding;
@@ -481,31 +512,26 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
 	if (e->fdbody && (fsd_tls_conn(rq->conn) ||
 	                  (rq->method == FSD_M_GET && !fsd_resident(e->fd, off, len))))
 		return 1;
-	FSD_M_INC(fc_hits);
 	lru_unlink(e);
 	lru_front(e);
 
 	struct fsd_validators v = validators(e);
-	if (fsd_req_preconditions(rq, &v, e->mtime))
-		return 0;
-	if (p)
-		return respond_part(rq, e, &part);
-	struct shared *sh = entry_ok(e);
-	if (!sh)
-		return 1;
-	sh->refs++;
-	if (e->fdbody)
-		fsd_sent_count(rq);
-	fsd_req_respond_shared(rq, MHD_HTTP_OK, sh->r, e->len, shared_put, sh);
-	if (e->fdbody && rq->method == FSD_M_GET && rq->resp == sh->r && rq->conn) {
-		fsd_sent_respond(rq, sh->r, MHD_HTTP_OK);
-		/* A file that shrinks under sendfile would stall it: watched
-		 * as body.c watches its own. (Past the end of a mapping the
-		 * send fails instead and libmicrohttpd closes the connection;
-		 * the watch logs it.) */
-		fsd_sent_watch(rq, e->fd, e->len, rel);
-	}
-	return 0;
+	int r = fsd_req_preconditions(rq, &v, e->mtime) ? 0 :
+		p ? respond_part(rq, e, &part) : respond_whole(rq, e, rel);
+	if (r == 0 && !filled)
+		FSD_M_INC(fc_hits);
+	return r;
+}
+
+int fsd_fcache_serve(struct fsd_req *rq, const char *rel)
+{
+	return serve(rq, rel, false);
+}
+
+int fsd_fcache_fill_serve(struct fsd_req *rq, const char *rel, const struct statx *stx)
+{
+	fsd_fcache_put(rq, rel, stx);
+	return rq->abandoned ? 1 : serve(rq, rel, true);
 }
 
 /* Does any sidecar name of @rel exist (or can't we tell)? Asked once

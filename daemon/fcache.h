@@ -94,4 +94,10 @@ int fsd_fcache_serve(struct fsd_req *rq, const char *rel);
  * never fails visibly: the entry is just not kept. */
 void fsd_fcache_put(struct fsd_req *rq, const char *rel, const struct statx *stx);
 
+/* On the request fibril, for a request the cache did not answer:
+ * fsd_fcache_put(), then fsd_fcache_serve() from the entry just made
+ * (counted as the miss it was, not as a hit). May park; 0 or 1 as
+ * fsd_fcache_serve(). */
+int fsd_fcache_fill_serve(struct fsd_req *rq, const char *rel, const struct statx *stx);
+
 #endif

@@ -107,6 +107,7 @@ struct fsd_body_watch {
 	struct fsd_req *rq;
 	int fd;                 /* ours (a dup of the body's) */
 	uint64_t end;           /* the file must be at least this long */
+	bool mapped;            /* sent from a mapping of it */
 	bool tripped;
 	struct fsd_body_watch *prev, *next;
 	char path[];
@@ -116,8 +117,9 @@ struct fsd_body_watch {
 static __thread struct fsd_body_watch *watches;
 static __thread struct event *watch_timer;
 
-/* Has @b's file shrunk below the end of its body? Logs it (once). */
-static bool shrank(struct fsd_body_watch *b)
+/* Has @b's file shrunk below the end of its body? Logs it (once), with
+ * @what followed. */
+static bool shrank(struct fsd_body_watch *b, const char *what)
 {
 	struct statx sx;
 
@@ -126,9 +128,8 @@ static bool shrank(struct fsd_body_watch *b)
 	    statx(b->fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_SIZE, &sx) < 0 ||
 	    sx.stx_size >= b->end)
 		return false;
-	fsd_log(LOG_ERR, "read %s: file shrank to %llu bytes while %llu were being sent; "
-	        "connection closed", b->path,
-	        (unsigned long long)sx.stx_size, (unsigned long long)b->end);
+	fsd_log(LOG_ERR, "read %s: file shrank to %llu bytes while %llu were being sent; %s",
+	        b->path, (unsigned long long)sx.stx_size, (unsigned long long)b->end, what);
 	b->tripped = true;
 	return true;
 }
@@ -139,7 +140,7 @@ static void watch_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	for (struct fsd_body_watch *b = watches; b; b = b->next) {
-		if (!shrank(b))
+		if (!shrank(b, "connection closed"))
 			continue;
 		const union MHD_ConnectionInfo *ci = b->rq->conn ?
 			MHD_get_connection_info(b->rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
@@ -150,7 +151,8 @@ static void watch_tick(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-void fsd_sent_watch(struct fsd_req *rq, int fd, uint64_t end, const char *path)
+void fsd_sent_watch(struct fsd_req *rq, int fd, uint64_t end, const char *path,
+                    bool mapped)
 {
 	size_t pl = strlen(path);
 	struct fsd_body_watch *b = malloc(sizeof *b + pl + 1);
@@ -176,6 +178,7 @@ void fsd_sent_watch(struct fsd_req *rq, int fd, uint64_t end, const char *path)
 	}
 	b->rq = rq;
 	b->end = end;
+	b->mapped = mapped;
 	b->tripped = false;
 	memcpy(b->path, path, pl + 1);
 	b->prev = NULL;
@@ -210,10 +213,15 @@ void fsd_sent_end(struct fsd_req *rq, struct MHD_Connection *conn,
 	uint64_t now;
 
 	if (rq->watch) {
-		/* A body sent from a mapping ends at once when the file
-		 * shrinks (the kernel's copy fails), before any tick. */
+		/* A body sent from a mapping ends at once when whole pages
+		 * went (the kernel's copy fails), before any tick; in the
+		 * page the file now ends in, the copy reads zeros instead,
+		 * and the response looks complete. */
 		if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
-			shrank(rq->watch);
+			shrank(rq->watch, "the response ended early");
+		else if (rq->watch->mapped)
+			shrank(rq->watch, "the client may have received zeros in place of "
+			       "the bytes cut");
 		watch_drop(rq->watch);
 		rq->watch = NULL;
 	}

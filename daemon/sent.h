@@ -17,12 +17,15 @@
  * (once a second, the size of the open file against the end of the
  * range) and a shrunk one is logged and its connection shut down, which
  * makes libmicrohttpd close it at once. A body sent from a mapping of
- * the file is watched too: there the kernel's copy fails and the
- * connection ends at once, and the end of the request logs the cause.
+ * the file is watched too: where whole pages went, the kernel's copy
+ * fails and the connection ends at once; in the page the file now ends
+ * in, the copy reads zeros and the response ends as if whole. The end
+ * of the request logs either.
  */
 #ifndef FSD_SENT_H
 #define FSD_SENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <microhttpd.h>
@@ -33,9 +36,10 @@ struct fsd_req;
  * (on the request fibril, the connection between responses). */
 void fsd_sent_count(struct fsd_req *rq);
 /* body.c and the file cache, for a body sent from @fd (dup'ed here) by
- * sendfile or from a mapping of it, which must stay at least @end bytes
- * long; @path is for the log. */
-void fsd_sent_watch(struct fsd_req *rq, int fd, uint64_t end, const char *path);
+ * sendfile or, @mapped, from a mapping of it, which must stay at least
+ * @end bytes long; @path is for the log. */
+void fsd_sent_watch(struct fsd_req *rq, int fd, uint64_t end, const char *path,
+                    bool mapped);
 
 /* respond.c, as @resp becomes rq's answer: notes the header's length
  * when the body is to be counted. */

@@ -309,15 +309,17 @@ static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
  * (from a mapping, headers and body leave in one sendmsg, where
  * libmicrohttpd sends an fd body 128 KiB per loop pass). Not for a
  * range: one sendfile of a part, which copies nothing, is cheaper than
- * a copy from a mapping made for it. True when it answered; @rp's file
- * is then closed. */
-static bool from_new_entry(struct fsd_req *rq, struct repr *rp, const char *rel)
+ * a copy from a mapping made for it. True when it answered (@rp's file
+ * is then closed); *offered when the file went to the cache. */
+static bool from_new_entry(struct fsd_req *rq, struct repr *rp, const char *rel,
+                           bool *offered)
 {
+	*offered = false;
 	if (rp->encoding || rp->linked || rq->method != FSD_M_GET || rq->h.range ||
 	    rp->f.stx.stx_size <= fsd->conf.small_file_max || fsd_tls_conn(rq->conn))
 		return false;
-	fsd_fcache_put(rq, rel, &rp->f.stx);
-	if (rq->abandoned || fsd_fcache_serve(rq, rel) != 0)
+	*offered = true;
+	if (fsd_fcache_fill_serve(rq, rel, &rp->f.stx) != 0)
 		return false;
 	close(rp->f.fd);
 	return true;
@@ -328,9 +330,10 @@ static void serve_file(struct fsd_req *rq, struct served *sv,
 {
 	struct repr rp = { .encoding = NULL };
 	struct MHD_Response *resp;
+	bool offered;
 
 	repr_make(rq, &rp, sv, rel, name);
-	if (from_new_entry(rq, &rp, rel))
+	if (from_new_entry(rq, &rp, rel, &offered))
 		return;
 	if (fsd_req_preconditions(rq, &rp.v, rp.mtime)) {
 		close(rp.f.fd);
@@ -342,7 +345,7 @@ static void serve_file(struct fsd_req *rq, struct served *sv,
 	/* The cache keys on the URL path and watches the directories on
 	 * it: a file behind a symlink (another tree) is not cached. */
 	resp = fsd_body(rq, rp.f.fd, 0, size, rel,
-	                rp.encoding || rp.linked ? NULL : &rp.f.stx);
+	                rp.encoding || rp.linked || offered ? NULL : &rp.f.stx);
 	if (!resp) {
 		fsd_req_error(rq, 500);
 		return;

@@ -147,6 +147,35 @@ PY
 )"
 	check "and the daemon still serves" 200 "$(code /s.bin)"
 	stop_daemon
+
+	# A part of a file above 64 MiB goes by sendfile, which would wait
+	# for ever on a file cut under it: watched even when small (here
+	# up to small_file_max, 4 MiB), so the connection ends and the cut
+	# is logged.
+	sed 's/^access_log = .*/small_file_max = 4194304/' "$conf" > "$T/big.conf"
+	start_daemon --root "$D" -c "$T/big.conf"
+	check "80 MiB file: a range fills the cache" "1 hits, 0 wrong" \
+		"$(RANGE=1048576-5242879 python3 "$top_srcdir/t/daemon/fcache-hits.py" "$PORT" "$D" f.bin)"
+	check "a 4 MiB part cut under its sendfile: the connection ends" "ended" \
+		"$(python3 - "$PORT" "$D/f.bin" <<'PY'
+import os, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /f.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=1048576-5242879\r\n\r\n")
+time.sleep(0.5)
+os.truncate(sys.argv[2], 1048576 + 1000)
+s.settimeout(15)
+try:
+    while s.recv(65536):
+        pass
+    print("ended")
+except socket.timeout:
+    print("stalled")
+PY
+)"
+	check_log "and the cut is logged" "$T/daemon.err" "read f.bin: file shrank to 1049576 bytes"
+	stop_daemon
 }
 
 run_backends checks

@@ -9,6 +9,7 @@ mkdir -p "$D/d"
 for i in 1 2 3 4 5 6 7 8; do head -c $((i * 1000 + i)) /dev/urandom > "$D/f$i"; done
 head -c 300000 /dev/urandom > "$D/f9-large"
 echo cached > "$D/cached.txt"
+head -c 300000 /dev/urandom > "$D/cached-large.bin"
 echo a > "$D/d/a"
 echo b > "$D/d/b"
 printf 'the file named metrics\n' > "$D/metrics"
