@@ -80,8 +80,8 @@ bool fsd_fcache_active(void);
  * before any lookup of @rel (the normalised path relative to the root,
  * as proto_url_relpath() gives it). Never parks. Returns 0 if it
  * answered @rq (200 with a response shared by every hit on the entry
- * (fsd_req_respond_shared), 304 or 412), 1 if the caller must serve
- * from the file system. */
+ * (fsd_req_respond_shared), 206 for one range, 304 or 412), 1 if the
+ * caller must serve from the file system. */
 int fsd_fcache_serve(struct fsd_req *rq, const char *rel);
 
 /* On the request fibril, as the caller serves (the whole of, or a range
