@@ -280,33 +280,28 @@ def counters(url, surl, root):
     made = val(m, "fileserverd_fibrils_created_total") - val(base, "fileserverd_fibrils_created_total")
     check("requests served on fibrils count them", made >= n, "%d < %d" % (made, n))
     # the small-file cache, on one connection (one worker's cache)
+    m = cache_counts(url, sc, m, "/cached.txt", "small-file cache")
+    # a large file: its first request fills the entry and is answered
+    # from it, which is still the one miss
+    return cache_counts(url, sc, m, "/cached-large.bin", "large file in the cache")
+
+
+def cache_counts(url, sc, m, path, label):
+    """GETs PATH three times on one connection (one worker's cache):
+    one miss and two hits since the scrape M. Returns the scrape after."""
     c = http.client.HTTPConnection(url.split("//")[1].split(":")[0],
                                    int(url.rsplit(":", 1)[1]), timeout=10)
     for _ in range(3):
-        c.request("GET", "/cached.txt")
+        c.request("GET", path)
         c.getresponse().read()
     c.close()
     m2 = sc.scrape()
     d = lambda k: val(m2, k) - val(m, k)
-    check("small-file cache: 1 miss, 2 hits",
+    check(label + ": 1 miss, 2 hits",
           (d("fileserverd_fcache_misses_total"), d("fileserverd_fcache_hits_total")) == (1, 2),
           "misses %d hits %d" % (d("fileserverd_fcache_misses_total"),
                                  d("fileserverd_fcache_hits_total")))
-    # a large file: its first request fills the entry and is answered
-    # from it, which is still the one miss
-    c = http.client.HTTPConnection(url.split("//")[1].split(":")[0],
-                                   int(url.rsplit(":", 1)[1]), timeout=10)
-    for _ in range(3):
-        c.request("GET", "/cached-large.bin")
-        c.getresponse().read()
-    c.close()
-    m3 = sc.scrape()
-    d = lambda k: val(m3, k) - val(m2, k)
-    check("large file in the cache: 1 miss, 2 hits",
-          (d("fileserverd_fcache_misses_total"), d("fileserverd_fcache_hits_total")) == (1, 2),
-          "misses %d hits %d" % (d("fileserverd_fcache_misses_total"),
-                                 d("fileserverd_fcache_hits_total")))
-    return m3
+    return m2
 
 
 def endpoints(surl):
