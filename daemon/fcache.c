@@ -464,7 +464,7 @@ static int respond_part(struct fsd_req *rq, struct entry *e, const struct proto_
 }
 
 /* 200 with the whole of @e, its shared response queued as is. */
-static int respond_whole(struct fsd_req *rq, struct entry *e, const char *rel)
+static int respond_whole(struct fsd_req *rq, struct entry *e)
 {
 	struct shared *sh = entry_ok(e);
 
@@ -479,7 +479,7 @@ static int respond_whole(struct fsd_req *rq, struct entry *e, const char *rel)
 		/* A file that shrinks under sendfile would stall it, and one
 		 * sent from a mapping may send zeros past its new end: watched
 		 * as body.c watches its own (sent.h). */
-		fsd_sent_watch(rq, e->fd, e->len, rel, e->data != NULL);
+		fsd_sent_watch(rq, e->fd, e->len, e->key, e->data != NULL);
 	}
 	return 0;
 }
@@ -517,7 +517,7 @@ static int serve(struct fsd_req *rq, const char *rel, bool filled)
 
 	struct fsd_validators v = validators(e);
 	int r = fsd_req_preconditions(rq, &v, e->mtime) ? 0 :
-		p ? respond_part(rq, e, &part) : respond_whole(rq, e, rel);
+		p ? respond_part(rq, e, &part) : respond_whole(rq, e);
 	if (r == 0 && !filled)
 		FSD_M_INC(fc_hits);
 	return r;

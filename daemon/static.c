@@ -260,6 +260,14 @@ static void respond_multipart(struct fsd_req *rq, struct repr *rp, const char *r
 	fsd_req_respond(rq, MHD_HTTP_PARTIAL_CONTENT, resp, total);
 }
 
+/* The statx to offer the file cache with the file, or NULL: the cache
+ * keys on the URL path and watches the directories on it, so a file
+ * behind a symlink (another tree) or a sidecar is not cached. */
+static const struct statx *cacheable(const struct repr *rp)
+{
+	return rp->encoding || rp->linked ? NULL : &rp->f.stx;
+}
+
 /* Range (and If-Range): answers 206 or 416 and returns true, or false
  * when the whole file is to be sent. */
 static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
@@ -288,8 +296,7 @@ static bool serve_ranges(struct fsd_req *rq, struct repr *rp, const char *rel)
 		uint64_t len = r[0].last - r[0].first + 1;
 		/* A client that only asks for ranges (a player, a resumed
 		 * download) fills the cache too: its next ones are hits. */
-		resp = fsd_body(rq, rp->f.fd, r[0].first, len, rel,
-		                rp->encoding || rp->linked ? NULL : &rp->f.stx);
+		resp = fsd_body(rq, rp->f.fd, r[0].first, len, rel, cacheable(rp));
 		if (!resp) {
 			fsd_req_error(rq, 500);
 			return true;
@@ -315,7 +322,7 @@ static bool from_new_entry(struct fsd_req *rq, struct repr *rp, const char *rel,
                            bool *offered)
 {
 	*offered = false;
-	if (rp->encoding || rp->linked || rq->method != FSD_M_GET || rq->h.range ||
+	if (!cacheable(rp) || rq->method != FSD_M_GET || rq->h.range ||
 	    rp->f.stx.stx_size <= fsd->conf.small_file_max || fsd_tls_conn(rq->conn))
 		return false;
 	*offered = true;
@@ -342,10 +349,7 @@ static void serve_file(struct fsd_req *rq, struct served *sv,
 	if (serve_ranges(rq, &rp, rel))
 		return;
 	uint64_t size = rp.f.stx.stx_size;
-	/* The cache keys on the URL path and watches the directories on
-	 * it: a file behind a symlink (another tree) is not cached. */
-	resp = fsd_body(rq, rp.f.fd, 0, size, rel,
-	                rp.encoding || rp.linked || offered ? NULL : &rp.f.stx);
+	resp = fsd_body(rq, rp.f.fd, 0, size, rel, offered ? NULL : cacheable(&rp));
 	if (!resp) {
 		fsd_req_error(rq, 500);
 		return;
