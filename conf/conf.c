@@ -63,6 +63,7 @@ int conf_init(struct conf *c)
 	c->small_file_max = 65536;
 	c->request_header_max = 8192;
 	c->fcache_entries = 2048;
+	c->fcache_open_files = 16;
 	c->fcache_bytes = 32u << 20;
 	c->listing.enabled = true;
 	c->listing.dotfiles = CONF_DOT_OFF;

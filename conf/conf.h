@@ -107,6 +107,8 @@ struct conf {
 	unsigned fcache_entries;      /**< small-file cache entries per worker, 0: off (default 2048) */
 	size_t fcache_bytes;          /**< small-file cache body bytes per worker (default 32 MiB) */
 	unsigned fcache_watches;      /**< small-file cache inotify watches per worker, 0: derived (default) */
+	unsigned fcache_open_files;   /**< open files the cache may keep per worker: not a
+	                                   setting, derived from RLIMIT_NOFILE at start (default 16) */
 	char *ssl_certificate;        /**< PEM certificate chain for ssl listeners, or NULL */
 	char *ssl_certificate_key;    /**< PEM private key for ssl listeners, or NULL */
 	bool ssl_session_tickets;     /**< TLS resumption by tickets (default on) */

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -39,10 +38,6 @@
  * watch: other processes of the user may hold the rest, and emptying
  * the whole cache for one file would not help them or us. */
 #define MAX_KERNEL_EVICT 16u
-/* Open files kept for bodies above small_file_max, per worker, at most
- * (and at most 1/64 of the open file limit over the workers: the
- * connections' own files come first). */
-#define MAX_FD_ENTRIES 1024u
 struct entry {
 	struct entry *hnext;            /* bucket chain */
 	struct entry *prev, *next;      /* LRU, most recent first */
@@ -270,11 +265,7 @@ int fsd_fcache_init(void)
 		fc->nbuckets *= 2;
 	fc->bucket = calloc(fc->nbuckets, sizeof *fc->bucket);
 	fc->budget = fcw_default_budget();
-	struct rlimit rl;
-	fc->max_fd = MAX_FD_ENTRIES;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / 64 / fsd->conf.workers < fc->max_fd)
-		fc->max_fd = (unsigned)(rl.rlim_cur / 64 / fsd->conf.workers);
+	fc->max_fd = fsd->conf.fcache_open_files;
 	if (fc->max_fd > fsd->conf.fcache_entries)
 		fc->max_fd = fsd->conf.fcache_entries;
 	int r = fc->bucket ? fcw_init(fc->budget, fire) : -ENOMEM;

@@ -10,8 +10,9 @@
 
 D=$T/root
 mkdir -p "$D/big"
-# A worker keeps at most 1/64 of the open file limit open for the cache:
-# 64 files here, so that 80 evict each other below.
+# Under a limit of 4,096 the connections take nearly every descriptor
+# and the cache keeps 1/64 of the limit open: 64 files, so that 80
+# evict each other below.
 ulimit -n 4096 || { echo "SKIP: cannot set the open file limit"; exit 77; }
 . "$top_srcdir/t/daemon/fcache_lib.sh"
 

@@ -2,7 +2,9 @@
 # to the hard limit first) with descriptors kept for the files of the
 # connections admitted, so that under a low `ulimit -n` every request
 # gets 200 or 503 (connection refused at the limit, or no descriptor
-# for its file), never 500.
+# for its file), never 500. What the connections leave goes to the
+# file cache's open files, so that a working set of large files larger
+# than 1/64 of the limit stays open.
 . "$top_srcdir/t/daemon/lib.sh"
 need prlimit
 
@@ -64,6 +66,26 @@ checks() {
 	limited 128:4096
 	start_daemon -c "$T/c.conf"
 	check_log "soft limit raised to the hard one" "$T/err.log" "open file limit 4096"
+	check_log "a short limit: the cache keeps 1/64 of it" "$T/err.log" \
+		" 64 open files in the file cache; open file limit 4096"
+	stop_daemon
+
+	# 20,000 descriptors, 4,096 connections: the cache keeps its 1,024
+	# files, and 400 large files (more than 1/64 of the limit) asked
+	# twice in turn are 400 misses, then 400 hits.
+	limited 20000:20000
+	mkdir -p "$D/ws"
+	for i in $(seq 400); do head -c 70000 /dev/urandom > "$D/ws/$i.bin"; done
+	LISTEN_FLAGS=status start_daemon -c "$T/c.conf"
+	check_log "a long limit: the cache keeps its most" "$T/err.log" \
+		"4096 connections per worker, .* 1024 open files in the file cache; open file limit 20000"
+	local urls=() i
+	for i in $(seq 400); do urls+=("$URL/ws/$i.bin"); done
+	curl -s "${urls[@]}" >/dev/null
+	curl -s "${urls[@]}" >/dev/null
+	check "400 large files asked twice: 400 misses, 400 hits" "400 400" \
+		"$(curl -s "$URL/metrics" | awk '/^fileserverd_fcache_(misses|hits)_total / { v[$1] = $2 }
+			END { print v["fileserverd_fcache_misses_total"], v["fileserverd_fcache_hits_total"] }')"
 	stop_daemon
 }
 
