@@ -266,8 +266,6 @@ int fsd_fcache_init(void)
 	fc->bucket = calloc(fc->nbuckets, sizeof *fc->bucket);
 	fc->budget = fcw_default_budget();
 	fc->max_fd = fsd->conf.fcache_open_files;
-	if (fc->max_fd > fsd->conf.fcache_entries)
-		fc->max_fd = fsd->conf.fcache_entries;
 	int r = fc->bucket ? fcw_init(fc->budget, fire) : -ENOMEM;
 	if (r < 0) {
 		log_once("inotify or the mount table", -r);

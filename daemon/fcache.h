@@ -54,11 +54,6 @@
 
 struct fsd_req;
 
-/* Open files kept for bodies above small_file_max, per worker, at most;
- * fewer when the open file limit is short (conf.fcache_open_files,
- * what the connections leave of it). */
-#define FSD_FCACHE_MAX_OPEN 1024u
-
 /* On the worker thread, before it serves: creates the thread's cache.
  * Returns 0, or -errno when disabled (logged once per process; the
  * daemon then serves as without it). fcache_entries = 0 (or

@@ -1,7 +1,6 @@
 #include "first.h"
 
 #include "daemon/daemon.h"
-#include "daemon/fcache.h"
 #include "daemon/log.h"
 #include "daemon/mime.h"
 #include "daemon/notify.h"
@@ -138,9 +137,10 @@ static int drop_privileges(const struct conf *c)
  * reserve for the files and listings of the connections admitted: at
  * 1,024 open files, 4,096 connections meant accepted ones answered 500
  * because no file could be opened for them. What the connections leave
- * goes to the file cache's open files (at least 1/64 of the limit), so
- * that a working set of large files is kept open where the limit
- * allows it rather than opened and mapped again on every request.
+ * goes to the file cache's open files (at least 1/64 of the limit, at
+ * most fcache_entries), so that a working set of large files is kept
+ * open where the limit allows it rather than opened and mapped again
+ * on every request.
  */
 static void fit_fd_limit(struct conf *c)
 {
@@ -169,7 +169,7 @@ static void fit_fd_limit(struct conf *c)
 	spare = n > reserve + conns ? (n - reserve - conns) / c->workers : 0;
 	if (spare < n / 64 / c->workers)
 		spare = n / 64 / c->workers;
-	c->fcache_open_files = spare > FSD_FCACHE_MAX_OPEN ? FSD_FCACHE_MAX_OPEN : (unsigned)spare;
+	c->fcache_open_files = spare > c->fcache_entries ? c->fcache_entries : (unsigned)spare;
 	fsd_log(LOG_NOTICE, "at most %u connections per worker, %u per client address, "
 	        "%u open files in the file cache; open file limit %llu", c->max_connections,
 	        c->max_connections_per_ip, c->fcache_open_files, n);

@@ -70,15 +70,16 @@ checks() {
 		" 64 open files in the file cache; open file limit 4096"
 	stop_daemon
 
-	# 20,000 descriptors, 4,096 connections: the cache keeps its 1,024
-	# files, and 400 large files (more than 1/64 of the limit) asked
-	# twice in turn are 400 misses, then 400 hits.
+	# 20,000 descriptors, 4,096 connections: the cache may keep as many
+	# files open as it has entries (fcache_entries, 2,048), and 400
+	# large files (more than 1/64 of the limit) asked twice in turn are
+	# 400 misses, then 400 hits.
 	limited 20000:20000
 	mkdir -p "$D/ws"
 	for i in $(seq 400); do head -c 70000 /dev/urandom > "$D/ws/$i.bin"; done
 	LISTEN_FLAGS=status start_daemon -c "$T/c.conf"
 	check_log "a long limit: the cache keeps its most" "$T/err.log" \
-		"4096 connections per worker, .* 1024 open files in the file cache; open file limit 20000"
+		"4096 connections per worker, .* 2048 open files in the file cache; open file limit 20000"
 	local urls=() i
 	for i in $(seq 400); do urls+=("$URL/ws/$i.bin"); done
 	curl -s "${urls[@]}" >/dev/null
@@ -86,6 +87,11 @@ checks() {
 	check "400 large files asked twice: 400 misses, 400 hits" "400 400" \
 		"$(curl -s "$URL/metrics" | awk '/^fileserverd_fcache_(misses|hits)_total / { v[$1] = $2 }
 			END { print v["fileserverd_fcache_misses_total"], v["fileserverd_fcache_hits_total"] }')"
+	stop_daemon
+	printf 'fcache_entries = 100\n' >> "$T/c.conf"
+	start_daemon -c "$T/c.conf"
+	check_log "no more open files than entries" "$T/err.log" \
+		" 100 open files in the file cache; open file limit 20000"
 	stop_daemon
 }
 
