@@ -24,6 +24,8 @@
 #   peer_stop_all                      stop every started server
 #   peer_vmhwm NAME                    its peak RSS (VmHWM) in kB
 #   peer_vmrss NAME                    its RSS (VmRSS) in kB
+#   peer_cpu_ticks NAME                its CPU so far (user + system, all
+#                                      threads) in clock ticks; 0 if none
 #
 # Binaries: $NGINX (nginx), $LIGHTTPD (lighttpd), $FSD (else
 # $top_builddir/fileserverd, else ./fileserverd).
@@ -235,3 +237,7 @@ _peer_status() {   # NAME FIELD
 }
 peer_vmhwm() { _peer_status "$1" VmHWM; }
 peer_vmrss() { _peer_status "$1" VmRSS; }
+peer_cpu_ticks() {
+	local pid=${PEER_PID[$1]:-}
+	{ [ -n "$pid" ] && awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null; } || echo 0
+}
