@@ -24,8 +24,11 @@
 #   peer_stop_all                      stop every started server
 #   peer_vmhwm NAME                    its peak RSS (VmHWM) in kB
 #   peer_vmrss NAME                    its RSS (VmRSS) in kB
-#   peer_cpu_ticks NAME                its CPU so far (user + system, all
-#                                      threads) in clock ticks; 0 if none
+#   peer_timed NAME OUT CMD...         runs CMD (the load) with its output
+#                                      in OUT and returns its status; sets
+#                                      PEER_SRV_SECS (NAME's CPU meanwhile,
+#                                      all threads) and PEER_CLI_SECS
+#                                      (CMD's own, user + system)
 #
 # Binaries: $NGINX (nginx), $LIGHTTPD (lighttpd), $FSD (else
 # $top_builddir/fileserverd, else ./fileserverd).
@@ -237,7 +240,19 @@ _peer_status() {   # NAME FIELD
 }
 peer_vmhwm() { _peer_status "$1" VmHWM; }
 peer_vmrss() { _peer_status "$1" VmRSS; }
-peer_cpu_ticks() {
+_peer_cpu_ticks() {   # NAME: its CPU so far in clock ticks, 0 if none
 	local pid=${PEER_PID[$1]:-}
 	{ [ -n "$pid" ] && awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null; } || echo 0
+}
+peer_timed() {
+	local name=$1 out=$2 t0 t1 st=0 tf
+	shift 2
+	tf=$(mktemp) || return 1
+	t0=$(_peer_cpu_ticks "$name")
+	{ TIMEFORMAT='%U %S'; time "$@" > "$out" 2>&1; } 2> "$tf" || st=$?
+	t1=$(_peer_cpu_ticks "$name")
+	PEER_SRV_SECS=$(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.3f\n", t / hz }')
+	PEER_CLI_SECS=$(awk '{ printf "%.3f\n", $1 + $2 }' "$tf")
+	rm -f "$tf"
+	return "$st"
 }
