@@ -1,8 +1,7 @@
 /*
- * The async call table (the 2007 fibril discussion: "its own system
- * call table and ... the limitations and rules for those system calls
- * there"), the plain system calls behind each entry, and the inline
- * fast paths.
+ * The async call table: which system calls may be submitted, with the
+ * rules each follows (docs/DESIGN.md, "The async contract"), the
+ * plain system calls behind each entry, and the inline fast paths.
  */
 #include "first.h"
 

@@ -1,7 +1,6 @@
 /*
- * fls: "ls -l" on the lookup engine: the 2007 fibril discussion's
- * "something *really* simple like ls", its readdir results filled in
- * by asynchronous stat calls. Same columns as `LC_ALL=C ls -l`: mode,
+ * fls: "ls -l" on the lookup engine: a directory's readdir results
+ * filled in by asynchronous stat calls. Same columns as `LC_ALL=C ls -l`: mode,
  * links, owner, group, size, mtime, name, "-> target"; sorted by name.
  * Not shown: the ACL / SELinux marker after the mode (that needs one
  * more xattr call per file).
@@ -24,6 +23,7 @@
 #include "first.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -109,178 +109,234 @@ static void quiet(int level, const char *msg, void *arg)
 		fprintf(stderr, "fls: %s\n", msg);
 }
 
-int main(int argc, char **argv)
+struct opts {
+	int all, lookup_attrs;
+	unsigned window, workers;
+	const char *dir;
+};
+
+static void parse_args(int argc, char **argv, struct opts *o)
 {
-	int all = 0, lookup_attrs = 0, opt;
-	unsigned window = 256, workers = 0;
+	int opt;
+
+	*o = (struct opts){ .window = 256 };
 	while ((opt = getopt(argc, argv, "aLw:t:")) != -1) {
 		switch (opt) {
-		case 'a': all = 1; break;
-		case 'L': lookup_attrs = 1; break;
-		case 'w': window = (unsigned)atoi(optarg); break;
-		case 't': workers = (unsigned)atoi(optarg); break;
+		case 'a': o->all = 1; break;
+		case 'L': o->lookup_attrs = 1; break;
+		case 'w': o->window = (unsigned)atoi(optarg); break;
+		case 't': o->workers = (unsigned)atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: fls [-a] [-L] [-w WINDOW] [-t THREADS] [DIR]\n");
-			return 2;
+			exit(2);
 		}
 	}
-	const char *dir = optind < argc ? argv[optind] : ".";
+	o->dir = optind < argc ? argv[optind] : ".";
+}
 
+static void row_attrs(struct row *r, const struct statx *stx)
+{
+	r->mode = stx->stx_mode;
+	r->nlink = stx->stx_nlink;
+	r->uid = stx->stx_uid;
+	r->gid = stx->stx_gid;
+	r->size = stx->stx_size;
+	r->blocks = stx->stx_blocks;
+	r->mtime = stx->stx_mtime.tv_sec;
+	r->mtime_nsec = stx->stx_mtime.tv_nsec;
+}
+
+/* The engine never looks above its root; ls -a shows the real parent,
+ * so "..", when listed, is asked for here. 0: filled in. */
+static int row_parent(struct row *r, const char *dir)
+{
+	char pp[4096];
+	struct statx stx;
+
+	snprintf(pp, sizeof(pp), "%s/..", dir);
+	if (statx(AT_FDCWD, pp, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) < 0)
+		return -1;
+	row_attrs(r, &stx);
+	return 0;
+}
+
+/* Fills @r from @en: its name (with " -> target") and attributes. */
+static void row_fill(struct row *r, const struct lk_entry *en, const char *dir)
+{
+	if (en->link) {
+		size_t l = en->namelen + 4 + strlen(en->link) + 1;
+		r->name = malloc(l);
+		if (r->name)
+			snprintf(r->name, l, "%s -> %s", en->name, en->link);
+	} else {
+		r->name = strdup(en->name);
+	}
+	if (!r->name)
+		exit(2);
+	if (strcmp(en->name, "..") || row_parent(r, dir) < 0)
+		row_attrs(r, &en->stx);
+}
+
+/* Lists o->dir into *@rows (sorted by name). Returns 0, 1 if some entry
+ * could not be stat-ed (reported), 2 if the directory could not be. */
+static int scan(const struct opts *o, struct row **rows, size_t *n)
+{
 	struct async_engine_opts eo = { 0 };
-	eo.iowq_bounded = workers ? workers : (window < 256 ? window : 256);
-	eo.max_inflight = window * 2 + 64;
-	eo.log = quiet;
 	async_engine_t *e;
-	int rc = async_engine_create(&eo, &e);
-	if (rc < 0) {
+	lk_root_t *root;
+	lk_scan_t *s;
+	const struct lk_entry *ents;
+	size_t k, cap = 0;
+	int rc, status = 0;
+
+	eo.iowq_bounded = o->workers ? o->workers : (o->window < 256 ? o->window : 256);
+	eo.max_inflight = o->window * 2 + 64;
+	eo.log = quiet;
+	if ((rc = async_engine_create(&eo, &e)) < 0) {
 		fprintf(stderr, "fls: engine: %s\n", strerror(-rc));
 		return 2;
 	}
-	lk_root_t *root;
-	rc = lk_root_open(dir, NULL, &root);
-	if (rc < 0) {
-		fprintf(stderr, "fls: cannot access '%s': %s\n", dir, strerror(-rc));
+	if ((rc = lk_root_open(o->dir, NULL, &root)) < 0) {
+		fprintf(stderr, "fls: cannot access '%s': %s\n", o->dir, strerror(-rc));
 		return 2;
 	}
 	struct lk_scan_opts so = {
 		.sort = LK_SORT_NAME,
-		.window = window,
-		.flags = (all ? LK_SCAN_DOTFILES | LK_SCAN_DOTDOT : 0) |
-			(lookup_attrs ? LK_SCAN_LOOKUP_ATTRS : 0),
+		.window = o->window,
+		.flags = (o->all ? LK_SCAN_DOTFILES | LK_SCAN_DOTDOT : 0) |
+			(o->lookup_attrs ? LK_SCAN_LOOKUP_ATTRS : 0),
 	};
-	lk_scan_t *s;
 	rc = lk_scan_open(root, "", &so, &s);
-
-	struct row *rows = NULL;
-	size_t n = 0, cap = 0;
-	const struct lk_entry *ents;
-	size_t k;
-	int status = 0;
 	while (rc >= 0 && (rc = lk_scan_next(s, &ents, &k)) == 1) {
 		for (size_t i = 0; i < k; i++) {
-			const struct lk_entry *en = &ents[i];
-			if (en->err) {
+			if (ents[i].err) {
 				fprintf(stderr, "fls: cannot access '%s/%s': %s\n",
-					dir, en->name, strerror(-en->err));
+					o->dir, ents[i].name, strerror(-ents[i].err));
 				status = 1;
 				continue;
 			}
-			if (n == cap) {
+			if (*n == cap) {
 				cap = cap ? cap * 2 : 1024;
-				rows = realloc(rows, cap * sizeof(*rows));
-				if (!rows)
-					return 2;
+				if (!(*rows = realloc(*rows, cap * sizeof(**rows))))
+					exit(2);
 			}
-			struct row *r = &rows[n++];
-			if (en->link) {
-				size_t l = en->namelen + 4 + strlen(en->link) + 1;
-				r->name = malloc(l);
-				if (r->name)
-					snprintf(r->name, l, "%s -> %s", en->name, en->link);
-			} else {
-				r->name = strdup(en->name);
-			}
-			if (!r->name)
-				return 2;
-			if (!strcmp(en->name, "..")) {
-				/* The engine never looks above its root; ls -a
-				 * shows the real parent, so ask for it here. */
-				char pp[4096];
-				struct stat st;
-				snprintf(pp, sizeof(pp), "%s/..", dir);
-				if (lstat(pp, &st) == 0) {
-					r->mode = st.st_mode;
-					r->nlink = st.st_nlink;
-					r->uid = st.st_uid;
-					r->gid = st.st_gid;
-					r->size = st.st_size;
-					r->blocks = st.st_blocks;
-					r->mtime = st.st_mtim.tv_sec;
-					r->mtime_nsec = st.st_mtim.tv_nsec;
-					continue;
-				}
-			}
-			r->mode = en->stx.stx_mode;
-			r->nlink = en->stx.stx_nlink;
-			r->uid = en->stx.stx_uid;
-			r->gid = en->stx.stx_gid;
-			r->size = en->stx.stx_size;
-			r->blocks = en->stx.stx_blocks;
-			r->mtime = en->stx.stx_mtime.tv_sec;
-			r->mtime_nsec = en->stx.stx_mtime.tv_nsec;
+			row_fill(&(*rows)[(*n)++], &ents[i], o->dir);
 		}
 	}
 	if (rc < 0) {
-		fprintf(stderr, "fls: cannot open directory '%s': %s\n", dir,
+		fprintf(stderr, "fls: cannot open directory '%s': %s\n", o->dir,
 			strerror(-rc));
 		return 2;
 	}
 	lk_scan_close(s);
 	lk_root_close(root);
 	async_engine_destroy(e);
+	return status;
+}
 
-	/* Column widths over everything, as ls does. */
-	struct idcache users = { 0 }, groups = { 0 };
-	int wl = 1, wu = 1, wg = 1, ws = 1;
+struct widths { int links, user, group, size; };
+
+/* Column widths over every row, as ls does; returns the total blocks. */
+static uint64_t measure(const struct row *rows, size_t n, struct idcache *users,
+                        struct idcache *groups, struct widths *w)
+{
 	uint64_t total = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct row *r = &rows[i];
-		total += r->blocks;
-		int w;
-		if ((w = digits(r->nlink)) > wl) wl = w;
-		if ((w = id_width(&users, r->uid, 0)) > wu) wu = w;
-		if ((w = id_width(&groups, r->gid, 1)) > wg) wg = w;
-		if ((w = digits(r->size)) > ws) ws = w;
-	}
-	static char obuf[1 << 16];
-	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-	printf("total %llu\n", (unsigned long long)((total + 1) / 2));
+	int x;
 
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	/* GNU ls: "recent" is within the last half Gregorian year. */
-	int64_t six_months_ago = now.tv_sec - 31556952 / 2;
-	int64_t last_t = INT64_MIN;
-	int last_recent = -1;
-	char tbuf[64] = "";
+	*w = (struct widths){ 1, 1, 1, 1 };
 	for (size_t i = 0; i < n; i++) {
-		struct row *r = &rows[i];
-		char mb[11];
-		mode_string(r->mode, mb);
-		int recent = r->mtime > six_months_ago &&
-			(r->mtime < now.tv_sec ||
-			 (r->mtime == now.tv_sec && (long)r->mtime_nsec <= now.tv_nsec));
-		if (r->mtime != last_t || recent != last_recent) {
-			time_t t = (time_t)r->mtime;
-			struct tm tm;
-			localtime_r(&t, &tm);
-			strftime(tbuf, sizeof(tbuf),
-				 recent ? "%b %e %H:%M" : "%b %e  %Y", &tm);
-			last_t = r->mtime;
-			last_recent = recent;
-		}
-		const char *un = id_name(&users, r->uid, 0);
-		const char *gn = id_name(&groups, r->gid, 1);
-		printf("%s %*u ", mb, wl, r->nlink);
-		if (un)
-			printf("%-*s ", wu, un);
-		else
-			printf("%*u ", wu, r->uid);
-		if (gn)
-			printf("%-*s ", wg, gn);
-		else
-			printf("%*u ", wg, r->gid);
-		printf("%*llu %s %s\n", ws, (unsigned long long)r->size, tbuf,
-		       r->name);
-		free(r->name);
+		const struct row *r = &rows[i];
+		total += r->blocks;
+		if ((x = digits(r->nlink)) > w->links) w->links = x;
+		if ((x = id_width(users, r->uid, 0)) > w->user) w->user = x;
+		if ((x = id_width(groups, r->gid, 1)) > w->group) w->group = x;
+		if ((x = digits(r->size)) > w->size) w->size = x;
 	}
-	free(rows);
-	for (size_t i = 0; i < users.n; i++)
-		free(users.v[i].name);
-	for (size_t i = 0; i < groups.n; i++)
-		free(groups.v[i].name);
-	free(users.v);
-	free(groups.v);
+	return total;
+}
+
+/* The time column: "Mon dd HH:MM" within the last half Gregorian year
+ * (as GNU ls), else "Mon dd  YYYY". Rows sorted by name often share a
+ * time: the last one formatted is kept in @c. */
+struct tcol { int64_t t; int recent; char buf[64]; };
+
+static const char *time_column(struct tcol *c, const struct row *r,
+                               const struct timespec *now)
+{
+	int64_t six_months_ago = now->tv_sec - 31556952 / 2;
+	int recent = r->mtime > six_months_ago &&
+		(r->mtime < now->tv_sec ||
+		 (r->mtime == now->tv_sec && (long)r->mtime_nsec <= now->tv_nsec));
+
+	if (r->mtime != c->t || recent != c->recent) {
+		time_t t = (time_t)r->mtime;
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(c->buf, sizeof(c->buf), recent ? "%b %e %H:%M" : "%b %e  %Y", &tm);
+		c->t = r->mtime;
+		c->recent = recent;
+	}
+	return c->buf;
+}
+
+static void print_rows(const struct row *rows, size_t n, struct idcache *users,
+                       struct idcache *groups)
+{
+	static char obuf[1 << 16];
+	struct widths w;
+	struct timespec now;
+	struct tcol tc = { .t = INT64_MIN, .recent = -1 };
+
+	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+	printf("total %llu\n",
+	       (unsigned long long)((measure(rows, n, users, groups, &w) + 1) / 2));
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		const char *un = id_name(users, r->uid, 0);
+		const char *gn = id_name(groups, r->gid, 1);
+		char mb[11];
+
+		mode_string(r->mode, mb);
+		printf("%s %*u ", mb, w.links, r->nlink);
+		if (un)
+			printf("%-*s ", w.user, un);
+		else
+			printf("%*u ", w.user, r->uid);
+		if (gn)
+			printf("%-*s ", w.group, gn);
+		else
+			printf("%*u ", w.group, r->gid);
+		printf("%*llu %s %s\n", w.size, (unsigned long long)r->size,
+		       time_column(&tc, r, &now), r->name);
+	}
 	fflush(stdout);
+}
+
+static void idcache_free(struct idcache *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->v[i].name);
+	free(c->v);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct row *rows = NULL;
+	struct idcache users = { 0 }, groups = { 0 };
+	size_t n = 0;
+	int status;
+
+	parse_args(argc, argv, &o);
+	if ((status = scan(&o, &rows, &n)) == 2)
+		return 2;
+	print_rows(rows, n, &users, &groups);
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].name);
+	free(rows);
+	idcache_free(&users);
+	idcache_free(&groups);
 	return status;
 }

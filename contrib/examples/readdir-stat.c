@@ -1,11 +1,10 @@
 /*
- * readdir-stat: the readdir-then-stat loop from the 2007 "fibril"
- * discussion on the Linux kernel mailing list (Linus Torvalds, 2 Feb
- * 2007), nearly verbatim: a readdir loop that stats every entry
- * asynchronously, then one wait_for_async(). The two differences:
+ * readdir-stat: the readdir-then-stat loop libfibril is built for
+ * (docs/DESIGN.md, "Where the idea comes from"): a readdir loop that
+ * stats every entry asynchronously, then one wait_for_async().
  * async_stat() takes the directory fd (the names are relative to it)
- * and a result word, and wait_for_async() takes 0 ("everything I have
- * outstanding").
+ * and a result word; wait_for_async(0) waits for everything the thread
+ * has outstanding.
  *
  *   readdir-stat DIR  lists DIR (mode, size, name) and checks every stat
  *   readdir-stat      does the same on a scratch directory of its own,

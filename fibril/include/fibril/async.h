@@ -1,6 +1,7 @@
 /*
  * libfibril: asynchronous system calls on io_uring, with a thread-pool
- * fallback (the async_submit contract of the 2007 "fibril" discussion).
+ * fallback: submit a call, go on, wait for it later (docs/DESIGN.md,
+ * "The async contract").
  *
  * Threading: an engine belongs to the thread that created it; that
  * thread's async_submit()/wait_for_async()/async_cancel() use it. Call
