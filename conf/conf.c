@@ -65,6 +65,7 @@ int conf_init(struct conf *c)
 	c->fcache_entries = 2048;
 	c->fcache_open_files = 16;
 	c->fcache_bytes = 32u << 20;
+	c->loopback_sndbuf = 1u << 20;
 	c->listing.enabled = true;
 	c->listing.dotfiles = CONF_DOT_OFF;
 	c->listing.symlink_targets = CONF_TARGETS_BENEATH;
@@ -287,6 +288,7 @@ static int server_key(struct conf__load *ld, const char *name, const char *v)
 	UINT("listing_queue_timeout", listing_queue_timeout, 1, 86400, false)
 	UINT("listing_cache_bytes", listing_cache_bytes, 0, 1ULL << 40, true)
 	UINT("max_connections_per_ip", max_connections_per_ip, 0, 1000000, false)
+	UINT("loopback_sndbuf", loopback_sndbuf, 0, 1ULL << 30, true)
 	UINT("header_timeout", header_timeout, 1, 86400, false)
 	UINT("shutdown_timeout", shutdown_timeout, 0, 86400, false)
 	UINT("min_send_rate", min_send_rate, 0, 1ULL << 30, true)

@@ -95,6 +95,7 @@ struct conf {
 	unsigned connection_timeout;  /**< idle keep-alive seconds (default 60) */
 	unsigned max_connections;     /**< per worker (default 4096, lowered to fit RLIMIT_NOFILE) */
 	unsigned max_connections_per_ip; /**< per client address, all workers (default 256; 0: no limit) */
+	size_t loopback_sndbuf;       /**< send buffer of a connection from this host (default 1 MiB; 0: the kernel's) */
 	unsigned header_timeout;      /**< seconds for a whole request head (default 10) */
 	unsigned shutdown_timeout;    /**< seconds a stop or reload lets requests finish (default 30) */
 	size_t min_send_rate;         /**< bytes/s a client must take a response at (default 1024; 0: off) */

@@ -35,6 +35,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -149,10 +150,38 @@ static bool addr_key(const struct sockaddr *sa, uint8_t out[16])
 	return false;
 }
 
+/* The prefix of an IPv4 address in the keys above (::ffff:a.b.c.d). */
+static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+static bool addr_loopback(const uint8_t a[16])
+{
+	static const uint8_t v6_loopback[16] = { [15] = 1 };
+
+	return (!memcmp(a, v4_prefix, 12) && a[12] == 127) || !memcmp(a, v6_loopback, 16);
+}
+
+/*
+ * A client on this host reads what the worker writes from the same
+ * caches; the kernel's autotuning grows a busy loopback connection's
+ * send buffer to tcp_wmem's maximum (4 MiB), and a body queued that far
+ * ahead is out of those caches by the time the client copies it. A
+ * loopback round trip is microseconds, so a fixed buffer costs no
+ * throughput (docs/DESIGN.md, "Connections and limits"). Linux doubles
+ * the value given and caps it at net.core.wmem_max; a failure leaves
+ * the kernel's autotuning.
+ */
+static void set_loopback_sndbuf(int fd, const uint8_t key[16])
+{
+	size_t b = fsd->conf.loopback_sndbuf / 2;
+	int v = b > INT_MAX ? INT_MAX : (int)b;
+
+	if (v > 0 && addr_loopback(key))
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
 static const char *addr_text(const uint8_t a[16], char *buf, size_t len)
 {
-	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	if (!memcmp(a, v4, 12))
+	if (!memcmp(a, v4_prefix, 12))
 		return inet_ntop(AF_INET, a + 12, buf, (socklen_t)len);
 	return inet_ntop(AF_INET6, a, buf, (socklen_t)len);
 }
@@ -266,6 +295,8 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			FSD_M_INC(limited[FSD_M_LIM_CONNS_IP]);
 			continue;
 		}
+		if (keyed)
+			set_loopback_sndbuf(fd, key);
 		/* MHD closes the socket itself if it cannot take it. */
 		if (MHD_add_connection(w->mhd[li], fd, (struct sockaddr *)&ss, len) != MHD_YES)
 			fsd_log(LOG_WARNING, "connection dropped: %s", strerror(errno));

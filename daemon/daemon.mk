@@ -43,6 +43,7 @@ DAEMON_IT += t/daemon/reload.sh t/daemon/reload-load.sh t/daemon/reload-priv.sh 
 DAEMON_IT += t/daemon/symlinks.sh
 DAEMON_IT += t/daemon/etag.sh
 DAEMON_IT += t/daemon/fleet.sh
+DAEMON_IT += t/daemon/sndbuf.sh
 TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh

@@ -175,6 +175,22 @@ static void fit_fd_limit(struct conf *c)
 	        c->max_connections_per_ip, c->fcache_open_files, n);
 }
 
+/* Says so when the kernel caps loopback_sndbuf (net.core.wmem_max):
+ * the connections then get the smaller buffer (daemon/conn.c). */
+static void check_loopback_sndbuf(const struct conf *c)
+{
+	int fd, v = (int)(c->loopback_sndbuf / 2), got = 0;
+	socklen_t len = sizeof got;
+
+	if (v <= 0 || (fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len) == 0 &&
+	    (size_t)got < c->loopback_sndbuf)
+		fsd_log(LOG_NOTICE, "loopback_sndbuf %zu: the kernel allows %d "
+		        "(twice net.core.wmem_max)", c->loopback_sndbuf, got);
+	close(fd);
+}
 
 /* Returns -1 to go on, else the exit status (-V, -h, a bad option). */
 static int parse_args(int argc, char **argv, struct fsd_args *a)
@@ -258,6 +274,7 @@ static void reload(const struct fsd_args *a)
 	}
 	warn_user_change(&cur->conf, &s->conf);
 	fit_fd_limit(&s->conf);
+	check_loopback_sndbuf(&s->conf);
 	d = realloc(draining, (ndraining + 1) * sizeof *draining);
 	if (!d || fsd_server_bind(s, cur) < 0 || fsd_server_start(s) < 0) {
 		if (d)
@@ -402,6 +419,7 @@ static int serve(const struct fsd_args *a)
 		return 1;
 	}
 	fit_fd_limit(c);
+	check_loopback_sndbuf(c);
 
 	/* Signals: blocked in every thread, taken by run() with sigtimedwait. */
 	sigset_t set;

@@ -77,6 +77,7 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.request_header_max, 8192);
 	ck_assert_uint_eq(c.fcache_entries, 2048);
 	ck_assert_uint_eq(c.fcache_bytes, 32u << 20);
+	ck_assert_uint_eq(c.loopback_sndbuf, 1u << 20);
 	conf_free(&c);
 }
 END_TEST
@@ -101,6 +102,7 @@ START_TEST(full_file)
 	             "request_header_max = 16k\n"
 	             "fcache_entries = 0\n"
 	             "fcache_bytes = 1m\n"
+	             "loopback_sndbuf = 0\n"
 	             "index = off\n"
 	             "[listing]\n"
 	             "dotfiles = yes\n"
@@ -133,6 +135,7 @@ START_TEST(full_file)
 	ck_assert_uint_eq(c.request_header_max, 16384);
 	ck_assert_uint_eq(c.fcache_entries, 0);
 	ck_assert_uint_eq(c.fcache_bytes, 1u << 20);
+	ck_assert_uint_eq(c.loopback_sndbuf, 0);
 	ck_assert_str_eq(c.index, "");
 	ck_assert(c.listing.dotfiles);
 	ck_assert_int_eq(c.listing.format, PROTO_FMT_NDJSON);
