@@ -1,7 +1,8 @@
 /*
  * fls: "ls -l" on the lookup engine: a directory's readdir results
- * filled in by asynchronous stat calls. Same columns as `LC_ALL=C ls -l`: mode,
- * links, owner, group, size, mtime, name, "-> target"; sorted by name.
+ * filled in by asynchronous stat calls. Same columns as `LC_ALL=C ls
+ * -l`: mode, links, owner, group, size, mtime, name, "-> target";
+ * sorted by name.
  * Not shown: the ACL / SELinux marker after the mode (that needs one
  * more xattr call per file).
  *
