@@ -10,16 +10,16 @@ mkdir -p "$D"
 head -c 4194304 /dev/urandom > "$D/big.bin"
 wmem_max=$(cat /proc/sys/net/core/wmem_max)
 
-# held ADDR PORT [BIND]: fetches /big.bin twice on one connection and
-# keeps it open for 2 s; prints the server side's send buffer (ss: tb)
-# while it is open. BIND: the client's own address.
+# held ADDR PORT [PREFIX...]: fetches /big.bin twice on one connection
+# and keeps it open for 2 s; prints the server side's send buffer (ss:
+# tb) while it is open. PREFIX runs the client (e.g. in a namespace);
+# ss runs here, where the server is.
 held() {
-	python3 - "$1" "$2" "${3:-}" <<'PY' &
+	local addr=$1 port=$2
+	shift 2
+	"$@" python3 -c '
 import socket, sys, time
-s = socket.socket()
-if sys.argv[3]:
-    s.bind((sys.argv[3], 0))
-s.connect((sys.argv[1], int(sys.argv[2])))
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
 for _ in range(2):
     s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
     got, want = b"", None
@@ -30,11 +30,11 @@ for _ in range(2):
             n = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
             want, got = int(n[0].split(b":")[1]), rest
 time.sleep(2)
-PY
+' "$addr" "$port" &
 	local cpid=$! tb=
 	for _ in $(seq 1 40); do
 		sleep 0.05
-		tb=$(ss -tmnH state established "( sport = :$2 )" | grep -o 'tb[0-9]*' | head -n1)
+		tb=$(ss -tmnH state established "( sport = :$port )" | grep -o 'tb[0-9]*' | head -n1)
 		[ -n "$tb" ] && break
 	done
 	wait "$cpid"
@@ -93,23 +93,7 @@ for _ in $(seq 1 100); do
 	sleep 0.05
 done
 check "a loopback connection to the same daemon: 1 MiB" "$(expect 1048576)" "$(held 127.0.0.1 "$P")"
-# (the client runs in the namespace; the server's side is seen here)
-tb=$(ip netns exec "$ns" python3 -c '
-import socket, sys, time
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
-for _ in range(2):
-    s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
-    n = 0
-    while n < 4194304:
-        n += len(s.recv(1 << 20))
-time.sleep(2)
-' "10.214.$x.1" "$P" & cpid=$!
-	for _ in $(seq 1 60); do
-		sleep 0.05
-		t=$(ss -tmnH state established "( sport = :$P )" | grep -o 'tb[0-9]*' | head -n1)
-		[ -n "$t" ] && break
-	done
-	wait "$cpid"; echo "${t#tb}")
+tb=$(held "10.214.$x.1" "$P" ip netns exec "$ns")
 check "a connection from 10.214.$x.2 keeps the kernel's buffer (got $tb)" yes \
 	"$([ -n "$tb" ] && [ "$tb" != "$(expect 1048576)" ] && echo yes)"
 kill "$DPID"; wait "$DPID"; DPID=
