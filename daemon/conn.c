@@ -35,7 +35,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -172,8 +171,8 @@ static bool addr_loopback(const uint8_t a[16])
  */
 static void set_loopback_sndbuf(int fd, const uint8_t key[16])
 {
-	size_t b = fsd->conf.loopback_sndbuf / 2;
-	int v = b > INT_MAX ? INT_MAX : (int)b;
+	/* (at most 1 GiB: conf.c's bound) */
+	int v = (int)(fsd->conf.loopback_sndbuf / 2);
 
 	if (v > 0 && addr_loopback(key))
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
