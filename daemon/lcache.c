@@ -78,8 +78,21 @@ struct lc_dir {
 	struct fcw_dep *deps;       /* its entries */
 };
 
+/* A directory whose fill found more names than a fill may watch: not
+ * tried again while its mtime and ctime (any name coming or going
+ * changes them) and the limit stay as they were. */
+struct lc_big {
+	dev_t dev;
+	uint64_t ino;
+	struct statx_timestamp mtime, ctime;
+	size_t names;               /* counted, up to the limit + 1 */
+};
+#define LC_NBIG 16
+
 struct lc_state {
 	struct lc_dir *head, *tail; /* LRU of filled entries */
+	struct lc_big big[LC_NBIG];
+	unsigned big_next;
 	struct lc_dir **bucket;
 	size_t nbuckets, n, bytes;
 	struct lc_dir *doomed;
@@ -458,6 +471,7 @@ struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
 struct lc_job {
 	int ifd, dirfd;
 	size_t max;                 /* more names than this: -ENOSPC */
+	size_t names;               /* counted before any watch */
 	size_t n, cap;
 	int *wds;                   /* the watches added, to link */
 };
@@ -479,6 +493,17 @@ static long job_run(void *arg)
 			close(dfd);
 		return rc;
 	}
+	/* Counted first: a directory too large for the budget then costs
+	 * a read of the budget's worth of its names, not a watch on each
+	 * and their removal (0.6 s for 100,000). */
+	while (j->names <= j->max && (de = readdir(dir)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			j->names++;
+	if (j->names > j->max) {
+		closedir(dir);
+		return -ENOSPC;
+	}
+	rewinddir(dir);
 	while ((de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -509,6 +534,61 @@ static long job_run(void *arg)
 	return rc;
 }
 
+/* The most names a fill may watch: the watch budget, and what
+ * listing_cache_bytes holds (an entry costs its record, name and watch:
+ * ~160 bytes). */
+static size_t fill_max(void)
+{
+	size_t budget = fcw_default_budget();
+	size_t bytes_max = fsd->conf.listing_cache_bytes / 160;
+
+	return budget < bytes_max ? budget : bytes_max;
+}
+
+static bool ts_eq(struct statx_timestamp a, struct statx_timestamp b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static struct lc_big *big_find(const struct statx *dir)
+{
+	dev_t dev = makedev(dir->stx_dev_major, dir->stx_dev_minor);
+
+	for (unsigned i = 0; i < LC_NBIG; i++)
+		if (lc->big[i].names && lc->big[i].dev == dev && lc->big[i].ino == dir->stx_ino)
+			return &lc->big[i];
+	return NULL;
+}
+
+/* True when a fill of @dir would find more names than it may watch,
+ * as the last one did. */
+static bool too_big(const struct statx *dir)
+{
+	struct lc_big *b = big_find(dir);
+
+	/* (a changed one stays noted, so that it is logged only once) */
+	return b && ts_eq(b->mtime, dir->stx_mtime) && ts_eq(b->ctime, dir->stx_ctime) &&
+	       b->names > fill_max();
+}
+
+static void big_note(const struct statx *dir, size_t names, const char *what)
+{
+	struct lc_big *b = big_find(dir);
+
+	if (!b) {
+		b = &lc->big[lc->big_next++ % LC_NBIG];
+		fsd_log(LOG_NOTICE, "listing cache: %s not cached: more than "
+		        "%zu entries (watches to spare: fcache_watches, "
+		        "fs.inotify.max_user_watches; listing_cache_bytes)",
+		        what, fill_max());
+	}
+	*b = (struct lc_big){
+		.dev = makedev(dir->stx_dev_major, dir->stx_dev_minor),
+		.ino = dir->stx_ino, .mtime = dir->stx_mtime,
+		.ctime = dir->stx_ctime, .names = names,
+	};
+}
+
 /* Watches every name of the directory open as @fd (itself watched
  * already), before the scan stats them. A 100,000-entry directory
  * takes 0.1-0.2 s of inotify_add_watch: that runs on a pool thread,
@@ -516,15 +596,10 @@ static long job_run(void *arg)
  * between two yields. An event that came for one of them before it was
  * linked makes the fill bad (fcw_foreign_events()). 0, or -errno (the
  * fill is given up). */
-static int watch_names(struct lc_dir *d, int fd)
+static int watch_names(struct lc_dir *d, int fd, size_t *names)
 {
 	size_t budget = fcw_default_budget();
-	/* (an entry costs its record, name and watch: ~160 bytes) */
-	size_t bytes_max = fsd->conf.listing_cache_bytes / 160;
-	struct lc_job j = {
-		.ifd = fcw_ifd(), .dirfd = fd,
-		.max = budget < bytes_max ? budget : bytes_max,
-	};
+	struct lc_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max() };
 
 	fcw_foreign_begin();
 	unsigned long ev0 = fcw_foreign_events();
@@ -550,6 +625,7 @@ static int watch_names(struct lc_dir *d, int fd)
 		d->bad = true;
 	fcw_foreign_end();
 	free(j.wds);
+	*names = j.names;
 	if (rc == 0 && fcw_count() > budget)
 		rc = -ENOSPC;
 	return rc;
@@ -575,7 +651,7 @@ static void fill_release(struct lc_dir *d)
 }
 
 int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
-                      struct lc_dir **out)
+                      const char *what, struct lc_dir **out)
 {
 	*out = NULL;
 	if (!enabled())
@@ -589,7 +665,8 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 	 * only the changes this kernel makes): asking another one (a FUSE
 	 * or NFS mount beneath the root) would block the worker. */
 	if (d || clean_fill(key) || so->after || so->limit ||
-	    makedev(dir->stx_dev_major, dir->stx_dev_minor) != lc->root_dev) {
+	    makedev(dir->stx_dev_major, dir->stx_dev_minor) != lc->root_dev ||
+	    too_big(dir)) {
 		int r = !d && clean_fill(key) ? LC_BUSY : LC_NONE;
 		free(key);
 		return r;
@@ -608,8 +685,11 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 	 * is an event on it. */
 	d->ddep = (struct fcw_dep){ .owner = d, .fire = fire };
 	int rc = fcw_watch_listing(dirfd, &d->ddep);
+	size_t names = 0;
 	if (rc == 0)
-		rc = watch_names(d, dirfd);
+		rc = watch_names(d, dirfd, &names);
+	if (rc == -ENOSPC && names > fill_max())
+		big_note(dir, names, what);
 	if (rc < 0) {
 		fsd_log(LOG_DEBUG, "listing cache: no fill (%s)", strerror(-rc));
 		fill_release(d);

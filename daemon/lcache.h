@@ -65,9 +65,11 @@ enum { LC_NONE = 0, LC_FILL = 1, LC_BUSY = 2 };
  * (LK_SCAN_NO_SHARE: a running scan may have stat'ed before the
  * watches). LC_BUSY: another listing is filling it and nothing changed
  * since: lcache_wait(), then look in the cache again. LC_NONE: not to
- * be cached (a page, cache off, out of watches...). May yield. */
+ * be cached (a page, cache off, out of watches...; @what, the path, is
+ * logged once for a directory with more entries than a fill may watch,
+ * which is then not tried again while it is unchanged). May yield. */
 int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
-                      struct lc_dir **out);
+                      const char *what, struct lc_dir **out);
 /* Parks until the fill lcache_fill_start() reported ends (or
  * @deadline_ns, CLOCK_MONOTONIC). */
 void lcache_wait(const struct statx *dir, const struct lk_scan_opts *so, uint64_t deadline_ns);

@@ -351,7 +351,7 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 			return 0;
 		}
 		/* Watches set before the scan: a whole listing may be kept. */
-		int f = lcache_fill_start(dir->fd, &dir->stx, &so, &r.fill);
+		int f = lcache_fill_start(dir->fd, &dir->stx, &so, urlpath, &r.fill);
 		if (f == LC_NONE)
 			break;
 		/* A filling listing stats after its watches; joining another

@@ -1,0 +1,58 @@
+# A directory with more entries than a fill of the listing cache may
+# watch: listed right by a scan every time, logged once with its path,
+# and not tried again (no watch added and removed per listing) while it
+# is unchanged; once it changes it is tried again, and once it fits it
+# is cached. A small directory beside it is cached meanwhile.
+. "$top_srcdir/t/daemon/lib.sh"
+
+LCK=$top_srcdir/t/daemon/lcache_check.py
+D=$T/root
+fresh() { python3 "$LCK" fresh "$URL/$1/?format=ndjson" "$D/$1"; }
+tries() { grep -c 'listing cache: no fill' "$T/err.log"; }
+noted() { grep -c 'listing cache: /big/ not cached' "$T/err.log"; }
+# flushed: the log has caught up with the requests so far (a listing of
+# small/ from the cache is the marker: the log is written in order)
+flushed() {
+	local h
+	h=$(lcache_hits /small/)
+	fresh small > /dev/null
+	lcache_hits_reach /small/ $((h + 1)) > /dev/null
+}
+
+checks() {
+	rm -rf "$D"
+	mkdir -p "$D/big" "$D/small"
+	for i in $(seq 1 20); do echo "$i" > "$D/big/f$i"; done
+	for i in 1 2 3; do echo "$i" > "$D/small/f$i"; done
+	printf '[server]\nroot = %s\nlog_level = debug\nerror_log = %s\nfcache_watches = 12\n' \
+		"$D" "$T/err.log" > "$T/c.conf"
+	: > "$T/err.log"
+	start_daemon -c "$T/c.conf"
+	fresh small > /dev/null
+	local i
+	for i in 1 2 3 4; do
+		check_match "too large, listed by a scan ($i)" '^ok 20$' "$(fresh big)"
+	done
+	flushed
+	check "logged once, with its path and the limit" 1 \
+		"$(grep -c 'listing cache: /big/ not cached: more than 12 entries' "$T/err.log")"
+	check "one fill tried while it is unchanged" 1 "$(tries)"
+	check "never from the cache" 0 "$(lcache_hits /big/)"
+
+	sleep 0.01
+	echo 21 > "$D/big/f21"
+	check_match "changed: listed right" '^ok 21$' "$(fresh big)"
+	check_match "changed, listed again" '^ok 21$' "$(fresh big)"
+	flushed
+	check "changed: tried once more" 2 "$(tries)"
+	check "still logged once" 1 "$(noted)"
+
+	for i in $(seq 6 21); do rm "$D/big/f$i"; done
+	check_match "now small enough" '^ok 5$' "$(fresh big)"
+	check_match "and again" '^ok 5$' "$(fresh big)"
+	check "small enough: cached" 1 "$(lcache_hits_reach /big/ 1)"
+	check_match "from the cache, right" '^ok 5$' "$(fresh big)"
+	stop_daemon
+}
+
+run_backends checks
