@@ -20,8 +20,9 @@
  * use. Not cached: directories off the root's file system, or all of
  * them when inotify cannot see its changes (lk_fs_local), listings with a symlink whose target would
  * be shown (its target can change without any event here) or an entry
- * whose stat failed, and directories with more entries than watches to
- * spare.
+ * whose stat failed, and directories with more entries than the watch
+ * budget (other directories are dropped to make room for one within
+ * it).
  */
 
 #include "daemon/lcache.h"
@@ -471,12 +472,14 @@ struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
 struct lc_job {
 	int ifd, dirfd;
 	size_t max;                 /* more names than this: -ENOSPC */
-	size_t names;               /* counted before any watch */
+	bool count;                 /* only count the names, up to max + 1 */
+	size_t names;
 	size_t n, cap;
 	int *wds;                   /* the watches added, to link */
 };
 
-/* On a pool thread: watches every name of the directory. The names are
+/* On a pool thread: counts the names of the directory (up to max + 1),
+ * or watches every one of them. The names are
  * read by a descriptor of its own; the watch is on each name as it is
  * at the time, which is what the scan that follows will stat. */
 static long job_run(void *arg)
@@ -493,17 +496,13 @@ static long job_run(void *arg)
 			close(dfd);
 		return rc;
 	}
-	/* Counted first: a directory too large for the budget then costs
-	 * a read of the budget's worth of its names, not a watch on each
-	 * and their removal (0.6 s for 100,000). */
-	while (j->names <= j->max && (de = readdir(dir)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			j->names++;
-	if (j->names > j->max) {
+	if (j->count) {
+		while (j->names <= j->max && (de = readdir(dir)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				j->names++;
 		closedir(dir);
-		return -ENOSPC;
+		return 0;
 	}
-	rewinddir(dir);
 	while ((de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -599,11 +598,26 @@ static void big_note(const struct statx *dir, size_t names, const char *what)
 static int watch_names(struct lc_dir *d, int fd, size_t *names)
 {
 	size_t budget = fcw_default_budget();
-	struct lc_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max() };
+	struct lc_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .count = true };
 
+	/* Counted first: a directory that cannot have its watches then
+	 * costs a read of up to the budget's worth of names, not a watch
+	 * on each and their removal (0.6 s for 100,000). Room is made by
+	 * dropping the least recently used directories, as for memory. */
+	int rc = (int)fibril_call(job_run, &j);
+	*names = j.names;
+	if (rc < 0)
+		return rc;
+	if (j.names > j.max)
+		return -ENOSPC;
+	while (fcw_count() + j.names > budget && lc->tail)
+		drop(lc->tail);
+	if (fcw_count() + j.names > budget)
+		return -ENOSPC;
+	j.count = false;
 	fcw_foreign_begin();
 	unsigned long ev0 = fcw_foreign_events();
-	int rc = (int)fibril_call(job_run, &j);
+	rc = (int)fibril_call(job_run, &j);
 	d->deps = calloc(j.n ? j.n : 1, sizeof *d->deps);
 	for (size_t i = 0; i < j.n; i++) {
 		struct fcw_dep tmp = { 0 }, *dep = d->deps ? &d->deps[d->ndeps] : &tmp;
@@ -625,7 +639,6 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 		d->bad = true;
 	fcw_foreign_end();
 	free(j.wds);
-	*names = j.names;
 	if (rc == 0 && fcw_count() > budget)
 		rc = -ENOSPC;
 	return rc;
