@@ -138,7 +138,8 @@ PY
 
 	# Cut inside the page the file then ends in, under a send from a
 	# mapping: there the kernel's copy reads zeros and the response ends
-	# as if whole; the end of the request logs it.
+	# as if whole; the end of the request logs it, or the once-a-second
+	# check of bodies in flight if it comes first.
 	big "$D/big/u.bin" 16384
 	curl -s -o /dev/null "$URL/big/u.bin"
 	python3 - "$PORT" "$D/big/u.bin" <<'PY'
@@ -150,21 +151,21 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
 s.connect(("127.0.0.1", int(sys.argv[1])))
 s.settimeout(20)
 s.sendall(b"GET /big/u.bin HTTP/1.1\r\nHost: x\r\n\r\n")
-got = b""
-while len(got) < 1024 * 1024:
-    got += s.recv(65536)
+got = 0
+while got < 1024 * 1024:
+    got += len(s.recv(65536))
 os.truncate(path, size - 100)
 try:
-    while len(got) < size:
+    while got < size:
         b = s.recv(1 << 20)
         if not b:
             break
-        got += b
+        got += len(b)
 except socket.timeout:
     pass
 PY
 	check_log "a cut inside the last page under a mapping: logged" "$T/daemon.err" \
-		"read big/u.bin: file shrank to $((16384 * 1024 - 100)) bytes while $((16384 * 1024)) were being sent; the client may"
+		"read big/u.bin: file shrank to $((16384 * 1024 - 100)) bytes while $((16384 * 1024)) were being sent; (the client may|connection closed)"
 
 	# More large files than the cache keeps open (64 here): they
 	# evict each other; every fetch exact, every change seen.
