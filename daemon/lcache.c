@@ -603,19 +603,26 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 	/* Counted first: a directory that cannot have its watches then
 	 * costs a read of up to the budget's worth of names, not a watch
 	 * on each and their removal (0.6 s for 100,000). Room is made by
-	 * dropping the least recently used directories, as for memory. */
+	 * dropping the least recently used directories, as for memory.
+	 * No watch is removed from here on: those of the directory's last
+	 * entry, dropped by the change that brought this fill, are taken
+	 * up again rather than removed and added anew, and removing 1,000
+	 * per request while the pool counts held up the worker's other
+	 * clients (a small file's p99 3.9 ms during fills, 11 with it). */
+	fcw_foreign_begin();
 	int rc = (int)fibril_call(job_run, &j);
 	*names = j.names;
-	if (rc < 0)
-		return rc;
-	if (j.names > j.max)
-		return -ENOSPC;
-	while (fcw_count() + j.names > budget && lc->tail)
+	if (rc == 0 && j.names > j.max)
+		rc = -ENOSPC;
+	while (rc == 0 && fcw_count() + j.names > budget && lc->tail)
 		drop(lc->tail);
-	if (fcw_count() + j.names > budget)
-		return -ENOSPC;
+	if (rc == 0 && fcw_count() + j.names > budget)
+		rc = -ENOSPC;
+	if (rc < 0) {
+		fcw_foreign_end();
+		return rc;
+	}
 	j.count = false;
-	fcw_foreign_begin();
 	unsigned long ev0 = fcw_foreign_events();
 	rc = (int)fibril_call(job_run, &j);
 	d->deps = calloc(j.n ? j.n : 1, sizeof *d->deps);
