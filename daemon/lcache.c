@@ -86,7 +86,7 @@ struct lc_big {
 	dev_t dev;
 	uint64_t ino;
 	struct statx_timestamp mtime, ctime;
-	size_t names;               /* counted, up to the limit + 1 */
+	size_t names;               /* read, up to the limit + 1 */
 };
 #define LC_NBIG 16
 
@@ -472,19 +472,18 @@ struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
 struct lc_job {
 	int ifd, dirfd;
 	size_t max;                 /* more names than this: -ENOSPC */
-	bool count;                 /* only count the names, up to max + 1 */
-	size_t names;
-	size_t n, cap;
+	bool read;                  /* read the names, else watch them */
+	size_t names;               /* read, up to max + 1 */
+	char *arena;                /* ... one after another, with their NULs */
+	size_t alen, acap;
+	size_t n;
 	int *wds;                   /* the watches added, to link */
 };
 
-/* On a pool thread: counts the names of the directory (up to max + 1),
- * or watches every one of them. The names are
- * read by a descriptor of its own; the watch is on each name as it is
- * at the time, which is what the scan that follows will stat. */
-static long job_run(void *arg)
+/* The names of the directory, up to max + 1, by a descriptor of its
+ * own. */
+static long read_names(struct lc_job *j)
 {
-	struct lc_job *j = arg;
 	int dfd = openat(j->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
@@ -496,41 +495,52 @@ static long job_run(void *arg)
 			close(dfd);
 		return rc;
 	}
-	if (j->count) {
-		while (j->names <= j->max && (de = readdir(dir)))
-			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-				j->names++;
-		closedir(dir);
-		return 0;
-	}
-	while ((de = readdir(dir))) {
+	while (j->names <= j->max && (de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (j->n == j->max) {
-			rc = -ENOSPC;
-			break;
-		}
-		if (j->n == j->cap) {
-			size_t cap = j->cap ? j->cap * 2 : 1024;
-			int *v = realloc(j->wds, cap * sizeof *v);
+		size_t l = strlen(de->d_name) + 1;
+		if (j->alen + l > j->acap) {
+			size_t cap = j->acap ? j->acap * 2 : 65536;
+			char *v = realloc(j->arena, cap);
 			if (!v) {
 				rc = -ENOMEM;
 				break;
 			}
-			j->wds = v;
-			j->cap = cap;
+			j->arena = v;
+			j->acap = cap;
 		}
-		int wd = fcw_add_entry_watch(j->ifd, j->dirfd, de->d_name);
-		if (wd == -ENOENT)
-			continue;       /* gone: the directory's watch says so */
-		if (wd < 0) {
-			rc = wd;
-			break;
-		}
-		j->wds[j->n++] = wd;
+		memcpy(j->arena + j->alen, de->d_name, l);
+		j->alen += l;
+		j->names++;
 	}
 	closedir(dir);
 	return rc;
+}
+
+/* A watch on each name read, on the name as it is now, which is what
+ * the scan that follows will stat. */
+static long add_watches(struct lc_job *j)
+{
+	j->wds = malloc((j->names ? j->names : 1) * sizeof *j->wds);
+	if (!j->wds)
+		return -ENOMEM;
+	for (size_t off = 0; off < j->alen; off += strlen(j->arena + off) + 1) {
+		int wd = fcw_add_entry_watch(j->ifd, j->dirfd, j->arena + off);
+		if (wd == -ENOENT)
+			continue;       /* gone: the directory's watch says so */
+		if (wd < 0)
+			return wd;
+		j->wds[j->n++] = wd;
+	}
+	return 0;
+}
+
+/* On a pool thread: one of the two above. */
+static long job_run(void *arg)
+{
+	struct lc_job *j = arg;
+
+	return j->read ? read_names(j) : add_watches(j);
 }
 
 /* The most names a fill may watch: the watch budget, and what
@@ -598,17 +608,18 @@ static void big_note(const struct statx *dir, size_t names, const char *what)
 static int watch_names(struct lc_dir *d, int fd, size_t *names)
 {
 	size_t budget = fcw_default_budget();
-	struct lc_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .count = true };
+	struct lc_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .read = true };
 
-	/* Counted first: a directory that cannot have its watches then
+	/* The names first: a directory that cannot have its watches then
 	 * costs a read of up to the budget's worth of names, not a watch
 	 * on each and their removal (0.6 s for 100,000). Room is made by
 	 * dropping the least recently used directories, as for memory.
 	 * No watch is removed from here on: those of the directory's last
 	 * entry, dropped by the change that brought this fill, are taken
 	 * up again rather than removed and added anew, and removing 1,000
-	 * per request while the pool counts held up the worker's other
-	 * clients (a small file's p99 3.9 ms during fills, 11 with it). */
+	 * per request while the pool read the names held up the worker's
+	 * other clients (a small file's p99 3.9 ms during fills, 11 with
+	 * it). */
 	fcw_foreign_begin();
 	int rc = (int)fibril_call(job_run, &j);
 	*names = j.names;
@@ -620,9 +631,10 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 		rc = -ENOSPC;
 	if (rc < 0) {
 		fcw_foreign_end();
+		free(j.arena);
 		return rc;
 	}
-	j.count = false;
+	j.read = false;
 	unsigned long ev0 = fcw_foreign_events();
 	rc = (int)fibril_call(job_run, &j);
 	d->deps = calloc(j.n ? j.n : 1, sizeof *d->deps);
@@ -646,6 +658,7 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 		d->bad = true;
 	fcw_foreign_end();
 	free(j.wds);
+	free(j.arena);
 	if (rc == 0 && fcw_count() > budget)
 		rc = -ENOSPC;
 	return rc;
