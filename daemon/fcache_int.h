@@ -55,7 +55,9 @@ int fcw_watch_listing(int fd, struct fcw_dep *d);
  * and, for a directory, its entries coming and going (its mtime and
  * size). Returns the watch descriptor, to hand to fcw_link() on the
  * watches' own thread; -ENOSPC when the kernel has no watch to spare,
- * or another -errno. */
+ * or another -errno. @dirfd AT_FDCWD: @name is in the calling thread's
+ * working directory (a thread of its own after unshare(CLONE_FS) and
+ * fchdir(): half the cost of a path through /proc/self/fd). */
 int fcw_add_entry_watch(int ifd, int dirfd, const char *name);
 /* The inotify instance, for fcw_add_entry_watch(). */
 int fcw_ifd(void);

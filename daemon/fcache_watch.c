@@ -348,9 +348,10 @@ int fcw_add_entry_watch(int ifd, int dirfd, const char *name)
 {
 	char path[40 + 256];
 
-	if (snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dirfd, name) >= (int)sizeof path)
+	if (dirfd != AT_FDCWD &&
+	    snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dirfd, name) >= (int)sizeof path)
 		return -ENAMETOOLONG;
-	int wd = inotify_add_watch(ifd, path, ENTRY_MASK | IN_MASK_ADD);
+	int wd = inotify_add_watch(ifd, dirfd == AT_FDCWD ? name : path, ENTRY_MASK | IN_MASK_ADD);
 	if (wd < 0)
 		return errno == ENOSPC || errno == ENOMEM ? -ENOSPC : -errno;
 	return wd;

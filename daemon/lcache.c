@@ -33,6 +33,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,6 +480,7 @@ struct lc_job {
 	size_t alen, acap;
 	size_t n;
 	int *wds;                   /* the watches added, to link */
+	long rc;                    /* watch_thread()'s */
 };
 
 /* The names of the directory, up to max + 1, by a descriptor of its
@@ -518,14 +521,12 @@ static long read_names(struct lc_job *j)
 }
 
 /* A watch on each name read, on the name as it is now, which is what
- * the scan that follows will stat. */
-static long add_watches(struct lc_job *j)
+ * the scan that follows will stat; by a name in the working directory
+ * when @dirfd is AT_FDCWD. */
+static long watch_each(struct lc_job *j, int dirfd)
 {
-	j->wds = malloc((j->names ? j->names : 1) * sizeof *j->wds);
-	if (!j->wds)
-		return -ENOMEM;
 	for (size_t off = 0; off < j->alen; off += strlen(j->arena + off) + 1) {
-		int wd = fcw_add_entry_watch(j->ifd, j->dirfd, j->arena + off);
+		int wd = fcw_add_entry_watch(j->ifd, dirfd, j->arena + off);
 		if (wd == -ENOENT)
 			continue;       /* gone: the directory's watch says so */
 		if (wd < 0)
@@ -533,6 +534,41 @@ static long add_watches(struct lc_job *j)
 		j->wds[j->n++] = wd;
 	}
 	return 0;
+}
+
+/* A thread of its own, whose working directory is the directory: a
+ * name looked up there costs half of one through /proc/self/fd
+ * (0.43 s against 0.84 for 100,000 new watches). Its fs_struct goes
+ * with it. */
+static void *watch_thread(void *arg)
+{
+	struct lc_job *j = arg;
+
+	if (unshare(CLONE_FS) == 0 && fchdir(j->dirfd) == 0)
+		j->rc = watch_each(j, AT_FDCWD);
+	else
+		j->rc = watch_each(j, j->dirfd);
+	return NULL;
+}
+
+static long add_watches(struct lc_job *j)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	bool own = false;
+
+	j->wds = malloc((j->names ? j->names : 1) * sizeof *j->wds);
+	if (!j->wds)
+		return -ENOMEM;
+	if (pthread_attr_init(&a) == 0) {
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		own = pthread_create(&t, &a, watch_thread, j) == 0;
+		pthread_attr_destroy(&a);
+	}
+	if (!own)
+		return watch_each(j, j->dirfd);
+	pthread_join(t, NULL);
+	return j->rc;
 }
 
 /* On a pool thread: one of the two above. */
@@ -600,7 +636,7 @@ static void big_note(const struct statx *dir, size_t names, const char *what)
 
 /* Watches every name of the directory open as @fd (itself watched
  * already), before the scan stats them. A 100,000-entry directory
- * takes 0.1-0.2 s of inotify_add_watch: that runs on a pool thread,
+ * takes 0.1-0.3 s of inotify_add_watch: that runs on a pool thread,
  * and the worker only links the descriptors it got, a few thousand
  * between two yields. An event that came for one of them before it was
  * linked makes the fill bad (fcw_foreign_events()). 0, or -errno (the
