@@ -30,6 +30,8 @@
  *                     sidecar, cache, listing
  *   paths.c           where a path may lead: the symlinks policy
  *   listing*.c        directory listings (listing_int.h)
+ *   lcache*.c         the listing cache (lcache.h; lcache_watch.c: a
+ *                     fill's names and watches off the worker)
  *   body.c            file bodies: in memory, sendfile, multipart
  *   fcache*.c         the file cache: small files' bytes, large files
  *                     open or mapped (fcache.h)

@@ -64,6 +64,8 @@ fileserverd_SOURCES += \
 	daemon/listing_run.c \
 	daemon/listing_queue.c \
 	daemon/lcache.c \
+	daemon/lcache_watch.c \
+	daemon/lcache_int.h \
 	daemon/lcache.h \
 	daemon/listing_stream.c \
 	daemon/listing_gzip.c \

@@ -26,21 +26,17 @@
  */
 
 #include "daemon/lcache.h"
+#include "daemon/lcache_int.h"
 #include "daemon/daemon.h"
 #include "daemon/fcache_int.h"
 #include "daemon/log.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include <fibril/async.h>
 #include <fibril/fibril.h>
@@ -81,21 +77,8 @@ struct lc_dir {
 	struct fcw_dep *deps;       /* its entries */
 };
 
-/* A directory whose fill found more names than a fill may watch: not
- * tried again while its mtime and ctime (any name coming or going
- * changes them) and the limit stay as they were. */
-struct lc_big {
-	dev_t dev;
-	uint64_t ino;
-	struct statx_timestamp mtime, ctime;
-	size_t names;               /* read, up to the limit + 1 */
-};
-#define LC_NBIG 16
-
 struct lc_state {
 	struct lc_dir *head, *tail; /* LRU of filled entries */
-	struct lc_big big[LC_NBIG];
-	unsigned big_next;
 	struct lc_dir **bucket;
 	size_t nbuckets, n, bytes;
 	struct lc_dir *doomed;
@@ -469,116 +452,6 @@ struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
 
 /* ---- filling ---- */
 
-/* What a pool thread does for watch_names(): nothing of the worker's
- * own (thread-local) state is touched there. */
-struct lc_job {
-	int ifd, dirfd;
-	size_t max;                 /* more names than this: -ENOSPC */
-	bool read;                  /* read the names, else watch them */
-	size_t names;               /* read, up to max + 1 */
-	char *arena;                /* ... one after another, with their NULs */
-	size_t alen, acap;
-	size_t n;
-	int *wds;                   /* the watches added, to link */
-	long rc;                    /* watch_thread()'s */
-};
-
-/* The names of the directory, up to max + 1, by a descriptor of its
- * own. */
-static long read_names(struct lc_job *j)
-{
-	int dfd = openat(j->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
-	struct dirent *de;
-	long rc = 0;
-
-	if (!dir) {
-		rc = -errno;
-		if (dfd >= 0)
-			close(dfd);
-		return rc;
-	}
-	while (j->names <= j->max && (de = readdir(dir))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		size_t l = strlen(de->d_name) + 1;
-		if (j->alen + l > j->acap) {
-			size_t cap = j->acap ? j->acap * 2 : 65536;
-			char *v = realloc(j->arena, cap);
-			if (!v) {
-				rc = -ENOMEM;
-				break;
-			}
-			j->arena = v;
-			j->acap = cap;
-		}
-		memcpy(j->arena + j->alen, de->d_name, l);
-		j->alen += l;
-		j->names++;
-	}
-	closedir(dir);
-	return rc;
-}
-
-/* A watch on each name read, on the name as it is now, which is what
- * the scan that follows will stat; by a name in the working directory
- * when @dirfd is AT_FDCWD. */
-static long watch_each(struct lc_job *j, int dirfd)
-{
-	for (size_t off = 0; off < j->alen; off += strlen(j->arena + off) + 1) {
-		int wd = fcw_add_entry_watch(j->ifd, dirfd, j->arena + off);
-		if (wd == -ENOENT)
-			continue;       /* gone: the directory's watch says so */
-		if (wd < 0)
-			return wd;
-		j->wds[j->n++] = wd;
-	}
-	return 0;
-}
-
-/* A thread of its own, whose working directory is the directory: a
- * name looked up there costs half of one through /proc/self/fd
- * (0.43 s against 0.84 for 100,000 new watches). Its fs_struct goes
- * with it. */
-static void *watch_thread(void *arg)
-{
-	struct lc_job *j = arg;
-
-	if (unshare(CLONE_FS) == 0 && fchdir(j->dirfd) == 0)
-		j->rc = watch_each(j, AT_FDCWD);
-	else
-		j->rc = watch_each(j, j->dirfd);
-	return NULL;
-}
-
-static long add_watches(struct lc_job *j)
-{
-	pthread_attr_t a;
-	pthread_t t;
-	bool own = false;
-
-	j->wds = malloc((j->names ? j->names : 1) * sizeof *j->wds);
-	if (!j->wds)
-		return -ENOMEM;
-	if (pthread_attr_init(&a) == 0) {
-		pthread_attr_setstacksize(&a, 64 * 1024);
-		own = pthread_create(&t, &a, watch_thread, j) == 0;
-		pthread_attr_destroy(&a);
-	}
-	if (!own)
-		return watch_each(j, j->dirfd);
-	pthread_join(t, NULL);
-	return j->rc;
-}
-
-/* On a pool thread: one of the two above. */
-static long job_run(void *arg)
-{
-	struct lc_job *j = arg;
-
-	return j->read ? read_names(j) : add_watches(j);
-}
-
 /* The most names a fill may watch: the watch budget, and what
  * listing_cache_bytes holds (an entry costs its record, name and watch:
  * ~160 bytes). */
@@ -588,50 +461,6 @@ static size_t fill_max(void)
 	size_t bytes_max = fsd->conf.listing_cache_bytes / 160;
 
 	return budget < bytes_max ? budget : bytes_max;
-}
-
-static bool ts_eq(struct statx_timestamp a, struct statx_timestamp b)
-{
-	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
-static struct lc_big *big_find(const struct statx *dir)
-{
-	dev_t dev = makedev(dir->stx_dev_major, dir->stx_dev_minor);
-
-	for (unsigned i = 0; i < LC_NBIG; i++)
-		if (lc->big[i].names && lc->big[i].dev == dev && lc->big[i].ino == dir->stx_ino)
-			return &lc->big[i];
-	return NULL;
-}
-
-/* True when a fill of @dir would find more names than it may watch,
- * as the last one did. */
-static bool too_big(const struct statx *dir)
-{
-	struct lc_big *b = big_find(dir);
-
-	/* (a changed one stays noted, so that it is logged only once) */
-	return b && ts_eq(b->mtime, dir->stx_mtime) && ts_eq(b->ctime, dir->stx_ctime) &&
-	       b->names > fill_max();
-}
-
-static void big_note(const struct statx *dir, size_t names, const char *what)
-{
-	struct lc_big *b = big_find(dir);
-
-	if (!b) {
-		b = &lc->big[lc->big_next++ % LC_NBIG];
-		fsd_log(LOG_NOTICE, "listing cache: %s not cached: more than "
-		        "%zu entries (watches to spare: fcache_watches, "
-		        "fs.inotify.max_user_watches; listing_cache_bytes)",
-		        what, fill_max());
-	}
-	*b = (struct lc_big){
-		.dev = makedev(dir->stx_dev_major, dir->stx_dev_minor),
-		.ino = dir->stx_ino, .mtime = dir->stx_mtime,
-		.ctime = dir->stx_ctime, .names = names,
-	};
 }
 
 /* Watches every name of the directory open as @fd (itself watched
@@ -644,7 +473,7 @@ static void big_note(const struct statx *dir, size_t names, const char *what)
 static int watch_names(struct lc_dir *d, int fd, size_t *names)
 {
 	size_t budget = fcw_default_budget();
-	struct lc_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .read = true };
+	struct lcw_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .read = true };
 
 	/* The names first: a directory that cannot have its watches then
 	 * costs a read of up to the budget's worth of names, not a watch
@@ -657,7 +486,7 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 	 * other clients (a small file's p99 3.9 ms during fills, 11 with
 	 * it). */
 	fcw_foreign_begin();
-	int rc = (int)fibril_call(job_run, &j);
+	int rc = (int)fibril_call(lcw_job_run, &j);
 	*names = j.names;
 	if (rc == 0 && j.names > j.max)
 		rc = -ENOSPC;
@@ -672,7 +501,7 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 	}
 	j.read = false;
 	unsigned long ev0 = fcw_foreign_events();
-	rc = (int)fibril_call(job_run, &j);
+	rc = (int)fibril_call(lcw_job_run, &j);
 	d->deps = calloc(j.n ? j.n : 1, sizeof *d->deps);
 	for (size_t i = 0; i < j.n; i++) {
 		struct fcw_dep tmp = { 0 }, *dep = d->deps ? &d->deps[d->ndeps] : &tmp;
@@ -735,7 +564,7 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 	 * or NFS mount beneath the root) would block the worker. */
 	if (d || clean_fill(key) || so->after || so->limit ||
 	    makedev(dir->stx_dev_major, dir->stx_dev_minor) != lc->root_dev ||
-	    too_big(dir)) {
+	    lcw_too_big(dir, fill_max())) {
 		int r = !d && clean_fill(key) ? LC_BUSY : LC_NONE;
 		free(key);
 		return r;
@@ -758,7 +587,7 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 	if (rc == 0)
 		rc = watch_names(d, dirfd, &names);
 	if (rc == -ENOSPC && names > fill_max())
-		big_note(dir, names, what);
+		lcw_note_big(dir, names, fill_max(), what);
 	if (rc < 0) {
 		fsd_log(LOG_DEBUG, "listing cache: no fill (%s)", strerror(-rc));
 		fill_release(d);
