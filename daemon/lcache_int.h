@@ -35,4 +35,9 @@ bool lcw_too_big(const struct statx *dir, size_t max);
  * per directory, with @what (its path). Worker. */
 void lcw_note_big(const struct statx *dir, size_t names, size_t max, const char *what);
 
+/* True when the large directory @dir was listed before and no name in
+ * it has come or gone since (its mtime and ctime are the same); else
+ * notes this listing and returns false. Worker. */
+bool lcw_listed_before(const struct statx *dir);
+
 #endif

@@ -177,3 +177,33 @@ void lcw_note_big(const struct statx *dir, size_t names, size_t max, const char 
 		.ctime = dir->stx_ctime, .names = names,
 	};
 }
+
+/* ---- on the worker: large directories listed once ---- */
+
+/* A large directory listed while its mtime and ctime were these. */
+struct lcw_seen {
+	dev_t dev;
+	uint64_t ino;
+	struct statx_timestamp mtime, ctime;
+};
+#define LCW_NSEEN 64
+
+static __thread struct lcw_seen seen[LCW_NSEEN];
+static __thread unsigned seen_next;
+
+bool lcw_listed_before(const struct statx *dir)
+{
+	dev_t dev = makedev(dir->stx_dev_major, dir->stx_dev_minor);
+	struct lcw_seen *n = NULL;
+
+	for (unsigned i = 0; i < LCW_NSEEN && !n; i++)
+		if (seen[i].ino == dir->stx_ino && seen[i].dev == dev)
+			n = &seen[i];
+	if (n && ts_eq(n->mtime, dir->stx_mtime) && ts_eq(n->ctime, dir->stx_ctime))
+		return true;
+	if (!n)
+		n = &seen[seen_next++ % LCW_NSEEN];
+	*n = (struct lcw_seen){ .dev = dev, .ino = dir->stx_ino,
+	                        .mtime = dir->stx_mtime, .ctime = dir->stx_ctime };
+	return false;
+}
