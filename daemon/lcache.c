@@ -572,6 +572,7 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 	if (d || clean_fill(key) || so->after || so->limit ||
 	    makedev(dir->stx_dev_major, dir->stx_dev_minor) != lc->root_dev ||
 	    lcw_too_big(dir, fill_max()) ||
+	    /* (last: it notes this listing) */
 	    (dir->stx_size >= LC_LARGE_DIR_BYTES && !lcw_listed_before(dir))) {
 		int r = !d && clean_fill(key) ? LC_BUSY : LC_NONE;
 		free(key);

@@ -14,7 +14,7 @@
  * (thread-local) state is touched there. */
 struct lcw_job {
 	int ifd, dirfd;             /* fcw_ifd(); the directory */
-	size_t max;                 /* names read at most, + 1 */
+	size_t max;                 /* more names than this: none watched */
 	bool read;                  /* read the names, else watch them */
 	size_t names;               /* read */
 	char *arena;                /* ... one after another, with their NULs */

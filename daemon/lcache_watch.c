@@ -120,49 +120,64 @@ long lcw_job_run(void *arg)
 	return j->read ? read_names(j) : add_watches(j);
 }
 
-/* ---- on the worker: directories too large to watch ---- */
+/* ---- on the worker: notes on directories ---- */
 
-/* A directory whose fill found more names than a fill may watch: not
- * tried again while its mtime and ctime (any name coming or going
- * changes them) and the limit stay as they were. */
-struct lcw_big {
+/* A directory as it was when noted: any name coming or going changes
+ * its mtime and ctime. */
+struct lcw_note {
 	dev_t dev;
 	uint64_t ino;
 	struct statx_timestamp mtime, ctime;
-	size_t names;               /* read, up to the limit + 1 */
+	size_t names;               /* too large: read, up to the limit + 1 */
+	bool used;
 };
+
+/* Too large to watch: not tried again while unchanged and the limit
+ * as it was. Large and listed once: filled by the next listing if
+ * unchanged. */
 #define LCW_NBIG 16
+#define LCW_NSEEN 64
+static __thread struct lcw_note big[LCW_NBIG], seen[LCW_NSEEN];
+static __thread unsigned big_next, seen_next;
 
-static __thread struct lcw_big big[LCW_NBIG];
-static __thread unsigned big_next;
-
-static bool ts_eq(struct statx_timestamp a, struct statx_timestamp b)
-{
-	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
-static struct lcw_big *big_find(const struct statx *dir)
+static struct lcw_note *note_find(struct lcw_note *v, unsigned n, const struct statx *dir)
 {
 	dev_t dev = makedev(dir->stx_dev_major, dir->stx_dev_minor);
 
-	for (unsigned i = 0; i < LCW_NBIG; i++)
-		if (big[i].names && big[i].dev == dev && big[i].ino == dir->stx_ino)
-			return &big[i];
+	for (unsigned i = 0; i < n; i++)
+		if (v[i].used && v[i].ino == dir->stx_ino && v[i].dev == dev)
+			return &v[i];
 	return NULL;
+}
+
+static bool note_same(const struct lcw_note *n, const struct statx *dir)
+{
+	return n->mtime.tv_sec == dir->stx_mtime.tv_sec &&
+	       n->mtime.tv_nsec == dir->stx_mtime.tv_nsec &&
+	       n->ctime.tv_sec == dir->stx_ctime.tv_sec &&
+	       n->ctime.tv_nsec == dir->stx_ctime.tv_nsec;
+}
+
+static void note_set(struct lcw_note *n, const struct statx *dir, size_t names)
+{
+	*n = (struct lcw_note){
+		.dev = makedev(dir->stx_dev_major, dir->stx_dev_minor),
+		.ino = dir->stx_ino, .mtime = dir->stx_mtime,
+		.ctime = dir->stx_ctime, .names = names, .used = true,
+	};
 }
 
 bool lcw_too_big(const struct statx *dir, size_t max)
 {
-	struct lcw_big *b = big_find(dir);
+	struct lcw_note *b = note_find(big, LCW_NBIG, dir);
 
 	/* (a changed one stays noted, so that it is logged only once) */
-	return b && ts_eq(b->mtime, dir->stx_mtime) && ts_eq(b->ctime, dir->stx_ctime) &&
-	       b->names > max;
+	return b && note_same(b, dir) && b->names > max;
 }
 
 void lcw_note_big(const struct statx *dir, size_t names, size_t max, const char *what)
 {
-	struct lcw_big *b = big_find(dir);
+	struct lcw_note *b = note_find(big, LCW_NBIG, dir);
 
 	if (!b) {
 		b = &big[big_next++ % LCW_NBIG];
@@ -171,39 +186,15 @@ void lcw_note_big(const struct statx *dir, size_t names, size_t max, const char 
 		        "fs.inotify.max_user_watches; listing_cache_bytes)",
 		        what, max);
 	}
-	*b = (struct lcw_big){
-		.dev = makedev(dir->stx_dev_major, dir->stx_dev_minor),
-		.ino = dir->stx_ino, .mtime = dir->stx_mtime,
-		.ctime = dir->stx_ctime, .names = names,
-	};
+	note_set(b, dir, names);
 }
-
-/* ---- on the worker: large directories listed once ---- */
-
-/* A large directory listed while its mtime and ctime were these. */
-struct lcw_seen {
-	dev_t dev;
-	uint64_t ino;
-	struct statx_timestamp mtime, ctime;
-};
-#define LCW_NSEEN 64
-
-static __thread struct lcw_seen seen[LCW_NSEEN];
-static __thread unsigned seen_next;
 
 bool lcw_listed_before(const struct statx *dir)
 {
-	dev_t dev = makedev(dir->stx_dev_major, dir->stx_dev_minor);
-	struct lcw_seen *n = NULL;
+	struct lcw_note *n = note_find(seen, LCW_NSEEN, dir);
 
-	for (unsigned i = 0; i < LCW_NSEEN && !n; i++)
-		if (seen[i].ino == dir->stx_ino && seen[i].dev == dev)
-			n = &seen[i];
-	if (n && ts_eq(n->mtime, dir->stx_mtime) && ts_eq(n->ctime, dir->stx_ctime))
+	if (n && note_same(n, dir))
 		return true;
-	if (!n)
-		n = &seen[seen_next++ % LCW_NSEEN];
-	*n = (struct lcw_seen){ .dev = dev, .ino = dir->stx_ino,
-	                        .mtime = dir->stx_mtime, .ctime = dir->stx_ctime };
+	note_set(n ? n : &seen[seen_next++ % LCW_NSEEN], dir, 0);
 	return false;
 }
