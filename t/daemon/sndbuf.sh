@@ -13,13 +13,19 @@ wmem_max=$(cat /proc/sys/net/core/wmem_max)
 # held ADDR PORT [PREFIX...]: fetches /big.bin twice on one connection
 # and keeps it open for 2 s; prints the server side's send buffer (ss:
 # tb) while it is open. PREFIX runs the client (e.g. in a namespace);
-# ss runs here, where the server is.
+# ss runs here, where the server is, and picks the server's socket of
+# this connection by both ports (another test's client may have been
+# given PORT as its own ephemeral port).
 held() {
 	local addr=$1 port=$2
 	shift 2
+	rm -f "$T/cport"
 	"$@" python3 -c '
-import socket, sys, time
+import os, socket, sys, time
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+with open(sys.argv[3] + ".tmp", "w") as f:
+    f.write("%d\n" % s.getsockname()[1])
+os.rename(sys.argv[3] + ".tmp", sys.argv[3])
 for _ in range(2):
     s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
     got, want = b"", None
@@ -30,11 +36,14 @@ for _ in range(2):
             n = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
             want, got = int(n[0].split(b":")[1]), rest
 time.sleep(2)
-' "$addr" "$port" &
-	local cpid=$! tb=
+' "$addr" "$port" "$T/cport" &
+	local cpid=$! tb= cport=
 	for _ in $(seq 1 40); do
 		sleep 0.05
-		tb=$(ss -tmnH state established "( sport = :$port )" | grep -o 'tb[0-9]*' | head -n1)
+		[ -s "$T/cport" ] || continue
+		cport=$(cat "$T/cport")
+		tb=$(ss -tmnH state established "( sport = :$port and dport = :$cport )" |
+			grep -o 'tb[0-9]*' | head -n1)
 		[ -n "$tb" ] && break
 	done
 	wait "$cpid"
