@@ -92,6 +92,9 @@ unsigned fcw_unused(void);
  * what the kernel lets this user watch, shared by the workers (other
  * programs of the same user need some). */
 unsigned fcw_default_budget(void);
+/* The budget given to the first fcw_init() (read once: the /proc file
+ * fcw_default_budget() reads is not for every request); 0 before. */
+unsigned fcw_budget(void);
 
 /* Counts the times fcw_sync() returned 1: a cache that did not make
  * that call itself drops everything when it sees this change. */

@@ -216,6 +216,11 @@ unsigned fcw_count(void)
 	return ws ? ws->n - ws->nunused : 0;
 }
 
+unsigned fcw_budget(void)
+{
+	return ws ? ws->budget : 0;
+}
+
 unsigned fcw_default_budget(void)
 {
 	unsigned long max = 8192;

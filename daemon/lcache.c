@@ -41,13 +41,6 @@
 #include <fibril/async.h>
 #include <fibril/fibril.h>
 
-/* A directory this large (its own st_size: ext4 ~8,000 entries) is
- * cached from its second listing with no name come or gone between:
- * its fill's watches cost more than its scan (100,000 entries: 0.3 s
- * before a 0.2 s scan), which a directory listed once, or renamed into
- * between listings, would pay for nothing. */
-#define LC_LARGE_DIR_BYTES (256u * 1024)
-
 /* Watches linked between two yields of the fill (other requests run). */
 #define LC_YIELD 4096u
 
@@ -464,7 +457,7 @@ struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
  * ~160 bytes). */
 static size_t fill_max(void)
 {
-	size_t budget = fcw_default_budget();
+	size_t budget = fcw_budget();
 	size_t bytes_max = fsd->conf.listing_cache_bytes / 160;
 
 	return budget < bytes_max ? budget : bytes_max;
@@ -479,7 +472,7 @@ static size_t fill_max(void)
  * fill is given up). */
 static int watch_names(struct lc_dir *d, int fd, size_t *names)
 {
-	size_t budget = fcw_default_budget();
+	size_t budget = fcw_budget();
 	struct lcw_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .read = true };
 
 	/* The names first: a directory that cannot have its watches then
@@ -573,7 +566,7 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 	    makedev(dir->stx_dev_major, dir->stx_dev_minor) != lc->root_dev ||
 	    lcw_too_big(dir, fill_max()) ||
 	    /* (last: it notes this listing) */
-	    (dir->stx_size >= LC_LARGE_DIR_BYTES && !lcw_listed_before(dir))) {
+	    (dir->stx_size >= LCACHE_LARGE_DIR_BYTES && !lcw_listed_before(dir))) {
 		int r = !d && clean_fill(key) ? LC_BUSY : LC_NONE;
 		free(key);
 		return r;

@@ -21,6 +21,15 @@
 
 struct lc_dir;
 
+/* A large directory: its own st_size this much or more (ext4 ~8,000
+ * entries, tmpfs ~13,000). Its listing starts before the names are read
+ * (listing.c), and the cache fills it only from its second listing
+ * with no name come or gone between: its fill's watches cost more than
+ * its scan (100,000 entries: 0.3 s before a 0.2 s scan), which a
+ * directory listed once, or renamed into between listings, would pay
+ * for nothing. */
+#define LCACHE_LARGE_DIR_BYTES (256u * 1024)
+
 /* A walk over a cached listing (no parking while it lasts). */
 struct lc_iter {
 	struct lc_dir *d;

@@ -6,11 +6,11 @@
  *
  * On the request fibril: parse the parameters, take a place in the
  * worker's bound (listing_queue.c: shared with an identical scan, or
- * waited for in the queue), start the scan (sorted
- * by name: names are read and sorted first, then stat'ed window by
- * window), and render the first entries. A large directory (its own
- * size, LST_EARLY_DIR_BYTES) skips that: its headers and prologue go out
- * at once and the stream opens the scan. Otherwise one of:
+ * waited for in the queue), start the scan (sorted by name: names are
+ * read and sorted first, then stat'ed window by window), and render the
+ * first entries. A large directory (LCACHE_LARGE_DIR_BYTES, lcache.h)
+ * skips that: its headers and prologue go out at once and the stream
+ * opens the scan. Otherwise one of:
  *  - the listing ended within LST_FIRST_BYTES of output, or it is a
  *    page (?limit=), or the client sent If-None-Match: the whole body
  *    is known, so the ETag goes in the header, 304 can be decided, and
@@ -48,11 +48,6 @@
 /* Output kept while hashing for If-None-Match before we give up on
  * sending it from memory. */
 #define LST_INM_BYTES (8u << 20)
-/* A directory this large (its own st_size: ext4 ~8,000 entries, tmpfs
- * ~13,000) lists far more than LST_FIRST_BYTES: its response starts
- * before the names are read (100,000 entries: the first byte after the
- * open instead of after ~20 ms of getdents and sorting). */
-#define LST_EARLY_DIR_BYTES (256u * 1024)
 
 /* A listing from the cache is answered whole, ETag in the header (as
  * nginx's autoindex builds its page): up to this many entries (~25 MB
@@ -371,9 +366,11 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		lst_run_free(&r);
 		return 0;
 	}
-	if (!inm && !r.p.q.limit && dir->stx.stx_size >= LST_EARLY_DIR_BYTES) {
-		/* A large directory: the status, headers and prologue leave
-		 * now; its names are read and sorted by the stream. The scan
+	if (!inm && !r.p.q.limit && dir->stx.stx_size >= LCACHE_LARGE_DIR_BYTES) {
+		/* A large directory lists far more than LST_FIRST_BYTES: the
+		 * status, headers and prologue leave now (100,000 entries: the
+		 * first byte after the open, not after ~20 ms of getdents and
+		 * sorting); its names are read and sorted by the stream. The scan
 		 * then runs without the request's group: the stream cancels
 		 * it itself (timeout, stop, client gone). */
 		r.deferred = true;
