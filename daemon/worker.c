@@ -96,9 +96,10 @@ static void schedule(struct fsd_worker *w)
 	/* Access-log lines sit in a thread buffer: flush at least once a second. */
 	if (ms < 0 || ms > 1000)
 		ms = 1000;
-	/* Watches a dropped entry left go some at a time, idle or not. */
-	if (fsd_fcache_tidy() && ms > 20)
-		ms = 20;
+	/* Watches a dropped entry left go some at a time (every 100 ms,
+	 * fcache_watch.c), idle or not. */
+	if (fsd_fcache_tidy() && ms > 100)
+		ms = 100;
 	/* Stopping: look every 10 ms whether the last responses are out. */
 	if (w->stopping && ms > 10)
 		ms = 10;
