@@ -1,0 +1,52 @@
+# The listing cache where the daemon may not unshare its file system
+# context (a system call filter: here strace's, which fails every
+# unshare() with EPERM): a fill adds its watches by /proc/self/fd paths
+# instead, is kept, and no listing is ever stale, with a writer racing
+# the listings.
+. "$top_srcdir/t/daemon/lib.sh"
+
+need strace
+LCK=$top_srcdir/t/daemon/lcache_check.py
+D=$T/root
+REAL_FSD=$FSD
+strace -f -qq --seccomp-bpf -o /dev/null -e trace=unshare -e inject=unshare:error=EPERM \
+	true 2>/dev/null || { echo "SKIP: strace cannot inject a failed unshare here"; exit 77; }
+cat > "$T/fsd-nounshare" <<SH
+#!/bin/sh
+exec strace -f -qq --seccomp-bpf -o "$T/strace.log" -e trace=unshare \
+	-e inject=unshare:error=EPERM "$REAL_FSD" "\$@"
+SH
+chmod +x "$T/fsd-nounshare"
+FSD=$T/fsd-nounshare
+
+fresh() { python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d"; }
+
+checks() {
+	rm -rf "$D"
+	mkdir -p "$D/d/sub"
+	for i in $(seq 1 300); do printf '%s\n' "$i" > "$D/d/f$i"; done
+	printf '[server]\nroot = %s\nlog_level = debug\nerror_log = %s\n' "$D" "$T/err.log" > "$T/c.conf"
+	: > "$T/err.log"
+	: > "$T/strace.log"
+	start_daemon -c "$T/c.conf"
+	check_match "first listing" '^ok 301$' "$(fresh)"
+	wait_for "$T/err.log" 'a fill of 301 entries kept' \
+		&& ok "filled without unshare" || not_ok "filled without unshare"
+	check_match "unshare was refused" "EPERM" \
+		"$(grep -m1 'unshare(CLONE_FS)' "$T/strace.log")"
+	check_match "second listing" '^ok 301$' "$(fresh)"
+	check "the second from the cache" 1 "$(lcache_hits_reach /d/ 1)"
+	echo changed > "$D/d/f7"
+	check_match "a write in place seen" '^ok 301$' "$(fresh)"
+	check_match "a writer racing the listings: never stale" '^ok [0-9]+ changes$' \
+		"$(python3 "$LCK" race "$URL/d/?format=ndjson" "$D/d" 3)"
+	# strace exits with the daemon's status
+	local pid
+	pid=$(pgrep -P "$DPID" -x fileserverd)
+	[ -n "$pid" ] && kill "$pid"
+	wait "$DPID"
+	check "daemon exits 0 on SIGTERM" 0 "$?"
+	DPID=
+}
+
+run_backends checks
