@@ -204,7 +204,7 @@ struct lk__flight {
 	uint32_t mtime_nsec, dev_major, dev_minor;
 	enum lk_sort sort;
 	unsigned flags;            /* LK_SCAN_* that shape the result */
-	bool shared_ok, listed, root_dir, streaming;
+	bool listed, root_dir, streaming;
 	bool eof, need_stat_all, stopped, inline_getdents;
 	bool background;           /* submit with ASYNC_F_BACKGROUND */
 	bool batched;              /* local fs: stats in batches (lk__batch) */
