@@ -119,18 +119,11 @@ static long add_watches(struct lcw_job *j)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t k = j->names < LCW_SPLIT || cpus < 2 ? 1
 	         : cpus < LCW_THREADS ? (size_t)cpus : LCW_THREADS;
-	pthread_attr_t a;
-	bool attr = pthread_attr_init(&a) == 0;
 	long rc = 0;
 
 	j->wds = malloc((j->names ? j->names : 1) * sizeof *j->wds);
-	if (!j->wds) {
-		if (attr)
-			pthread_attr_destroy(&a);
+	if (!j->wds)
 		return -ENOMEM;
-	}
-	if (attr)
-		pthread_attr_setstacksize(&a, 64 * 1024);
 	/* Shares of about alen / k bytes, each from the start of a name,
 	 * its watches where its first name is counted. */
 	size_t off = 0, counted = 0;
@@ -143,10 +136,13 @@ static long add_watches(struct lcw_job *j)
 		}
 		part[i].end = off;
 	}
-	for (size_t i = 0; i < k; i++)
-		own[i] = attr && pthread_create(&t[i], &a, watch_thread, &part[i]) == 0;
-	if (attr)
+	pthread_attr_t a;
+	if (pthread_attr_init(&a) == 0) {
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		for (size_t i = 0; i < k; i++)
+			own[i] = pthread_create(&t[i], &a, watch_thread, &part[i]) == 0;
 		pthread_attr_destroy(&a);
+	}
 	for (size_t i = 0; i < k; i++) {
 		if (own[i])
 			pthread_join(t[i], NULL);

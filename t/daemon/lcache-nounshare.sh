@@ -43,7 +43,7 @@ checks() {
 	# strace exits with the daemon's status
 	local pid
 	pid=$(pgrep -P "$DPID" -x fileserverd)
-	[ -n "$pid" ] && kill "$pid"
+	kill "${pid:-$DPID}"
 	wait "$DPID"
 	check "daemon exits 0 on SIGTERM" 0 "$?"
 	DPID=
