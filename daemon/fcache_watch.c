@@ -597,12 +597,14 @@ int fcw_sync(bool force)
 		ws->epoch++;
 	/* Past the budget, the unused go at once: it bounds the kernel's
 	 * watches too. Within it, paced. */
-	uint64_t now = fibril_now_ns();
 	if (ws->n > ws->budget)
 		reap(ws->n - ws->budget < FCW_REAP ? ws->n - ws->budget : FCW_REAP);
-	else if (ws->nunused && now - ws->reaped_ns >= FCW_REAP_GAP_NS) {
-		ws->reaped_ns = now;
-		reap(FCW_REAP);
+	else if (ws->nunused) {
+		uint64_t now = fibril_now_ns();
+		if (now - ws->reaped_ns >= FCW_REAP_GAP_NS) {
+			ws->reaped_ns = now;
+			reap(FCW_REAP);
+		}
 	}
 	return all || mnt;
 }
