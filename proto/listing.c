@@ -112,16 +112,19 @@ fail:
 	return r;
 }
 
-int proto_html_escape(struct proto_buf *b, const char *s, size_t len)
+/* Writes the escape of s[0..len) at @p, which has room for
+ * HTML_ESC_MAX(len) bytes; returns the end. Runs that need no escape
+ * (most names) go in one copy. */
+#define HTML_ESC_MAX(len) (6 * (len))   /* "&quot;" per byte at worst */
+static char *raw_html_escape(char *p, const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t run = 0, i = 0, save = b->len;
-	int r;
+	size_t run = 0, i = 0;
 
 	while (i < len) {
 		unsigned char c = u[i];
 		const char *e;
-		size_t k;
+		size_t k, el;
 
 		if (c >= 0x80 && (k = utf8_seq(u + i, len - i))) {
 			i += k;
@@ -132,26 +135,31 @@ int proto_html_escape(struct proto_buf *b, const char *s, size_t len)
 			i++;
 			continue;
 		}
-		if ((r = proto_buf_append(b, s + run, i - run)) < 0)
-			goto fail;
+		memcpy(p, s + run, i - run);
+		p += i - run;
 		switch (c) {
-		case '&': e = "&amp;"; break;
-		case '<': e = "&lt;"; break;
-		case '>': e = "&gt;"; break;
-		case '"': e = "&quot;"; break;
-		case '\'': e = "&#39;"; break;
-		default: e = repl;      /* control, DEL, invalid UTF-8 */
+		case '&': e = "&amp;"; el = 5; break;
+		case '<': e = "&lt;"; el = 4; break;
+		case '>': e = "&gt;"; el = 4; break;
+		case '"': e = "&quot;"; el = 6; break;
+		case '\'': e = "&#39;"; el = 5; break;
+		default: e = repl; el = 3;      /* control, DEL, invalid UTF-8 */
 		}
-		if ((r = proto_buf_puts(b, e)) < 0)
-			goto fail;
+		memcpy(p, e, el);
+		p += el;
 		run = ++i;
 	}
-	if ((r = proto_buf_append(b, s + run, i - run)) < 0)
-		goto fail;
+	memcpy(p, s + run, i - run);
+	return p + (i - run);
+}
+
+int proto_html_escape(struct proto_buf *b, const char *s, size_t len)
+{
+	if (len > SIZE_MAX / 8)
+		return -EOVERFLOW;
+	TRY(proto_buf_reserve(b, HTML_ESC_MAX(len)));
+	b->len = (size_t)(raw_html_escape(b->data + b->len, s, len) - b->data);
 	return 0;
-fail:
-	b->len = save;
-	return r;
 }
 
 /* Appends the percent-encoding of s (url.h rules). */
@@ -167,8 +175,10 @@ static int put_encoded(struct proto_buf *b, const char *s, size_t len,
 }
 
 /* Numbers and dates by hand: a 100,000-row listing formats 300,000 of
- * them, and printf/strftime were most of the rendering time. */
-static int put_u64(struct proto_buf *b, uint64_t v)
+ * them, and printf/strftime were most of the rendering time. The raw_
+ * writers write at @p (room for RAW_NUM_MAX bytes) and return the end. */
+#define RAW_NUM_MAX 24
+static char *raw_u64(char *p, uint64_t v)
 {
 	char tmp[20];
 	size_t n = 0;
@@ -177,25 +187,16 @@ static int put_u64(struct proto_buf *b, uint64_t v)
 		tmp[sizeof tmp - ++n] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	return proto_buf_append(b, tmp + sizeof tmp - n, n);
-}
-
-static int put_i64(struct proto_buf *b, int64_t v)
-{
-	if (v < 0) {
-		TRY(proto_buf_append(b, "-", 1));
-		return put_u64(b, (uint64_t)0 - (uint64_t)v);
-	}
-	return put_u64(b, (uint64_t)v);
+	memcpy(p, tmp + sizeof tmp - n, n);
+	return p + n;
 }
 
 /* "YYYY-MM-DD HH:MM:SS" (UTC) of @t; civil_from_days as in httpdate.c
  * (H. Hinnant's algorithm). */
-static int put_datetime(struct proto_buf *b, int64_t t)
+static char *raw_datetime(char *o, int64_t t)
 {
 	int64_t days = t / 86400, secs = t % 86400, era, y;
 	unsigned doe, yoe, doy, mp, d, m;
-	char o[19];
 
 	if (secs < 0) {
 		secs += 86400;
@@ -210,8 +211,10 @@ static int put_datetime(struct proto_buf *b, int64_t t)
 	d = doy - (153 * mp + 2) / 5 + 1;
 	m = mp < 10 ? mp + 3 : mp - 9;
 	y = (int64_t)yoe + era * 400 + (m <= 2);
-	if (y < 0 || y > 9999)
-		return proto_buf_append(b, "?", 1);
+	if (y < 0 || y > 9999) {
+		*o = '?';
+		return o + 1;
+	}
 	o[0] = (char)('0' + y / 1000);
 	o[1] = (char)('0' + y / 100 % 10);
 	o[2] = (char)('0' + y / 10 % 10);
@@ -231,19 +234,18 @@ static int put_datetime(struct proto_buf *b, int64_t t)
 	o[16] = ':';
 	o[17] = (char)('0' + secs % 60 / 10);
 	o[18] = (char)('0' + secs % 10);
-	return proto_buf_append(b, o, sizeof o);
+	return o + 19;
 }
 
 /* ls -lh style: "827", "1.2K", "35M". */
-static int put_human(struct proto_buf *b, uint64_t v)
+static char *raw_human(char *o, uint64_t v)
 {
 	static const char units[] = "KMGTPE";
 	uint64_t tenths;
 	int u = 0;
-	char o[8];
 
 	if (v < 1024)
-		return put_u64(b, v);
+		return raw_u64(o, v);
 	/* v / 1024^(u+1) in tenths, rounded to nearest */
 	while (u < 5 && v >= (uint64_t)1024 << (10 * (u + 1)) && (10 * (u + 1)) < 64 - 10)
 		u++;
@@ -253,10 +255,27 @@ static int put_human(struct proto_buf *b, uint64_t v)
 		o[1] = '.';
 		o[2] = (char)('0' + tenths % 10);
 		o[3] = units[u];
-		return proto_buf_append(b, o, 4);
+		return o + 4;
 	}
-	TRY(put_u64(b, (tenths + 5) / 10));
-	return proto_buf_append(b, &units[u], 1);
+	o = raw_u64(o, (tenths + 5) / 10);
+	*o = units[u];
+	return o + 1;
+}
+
+static int put_u64(struct proto_buf *b, uint64_t v)
+{
+	TRY(proto_buf_reserve(b, RAW_NUM_MAX));
+	b->len = (size_t)(raw_u64(b->data + b->len, v) - b->data);
+	return 0;
+}
+
+static int put_i64(struct proto_buf *b, int64_t v)
+{
+	if (v < 0) {
+		TRY(proto_buf_append(b, "-", 1));
+		return put_u64(b, (uint64_t)0 - (uint64_t)v);
+	}
+	return put_u64(b, (uint64_t)v);
 }
 
 static const char *type_name(enum proto_ftype t)
@@ -379,44 +398,67 @@ static int html_begin(struct proto_listing *l, struct proto_buf *b)
 	return 0;
 }
 
+/* Copies the string literal @lit to @p and moves @p past it. */
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) += sizeof(lit) - 1)
+
+/* One row, into room reserved for its longest form: a row is ~150
+ * bytes, and bounds checks per field were a fifth of rendering. */
 static int html_entry(struct proto_listing *l, struct proto_buf *b,
                       const struct proto_entry *e)
 {
 	bool dir = e->type == PROTO_FT_DIR;
 	bool link = e->type == PROTO_FT_LNK && e->target;
+	size_t tl = link ? e->targetlen : 0;
 
-	if (l->proto__count % HTML_CHUNK == 0)
-		TRY(proto_buf_puts(b, l->proto__count ? "</div><div class=c>\n"
-		                                  : "<div class=c>\n"));
-	TRY(proto_buf_puts(b, link ? "<div class=r><span><a href=\""
-	                           : "<div class=r><a href=\""));
+	if (e->namelen > SIZE_MAX / 16 || tl > SIZE_MAX / 16)
+		return -EOVERFLOW;
+	/* url-encoded (3 per byte) and escaped name, escaped target, and
+	 * the fixed text and numbers, ~250 bytes */
+	TRY(proto_buf_reserve(b, 3 * e->namelen + HTML_ESC_MAX(e->namelen) +
+	                         HTML_ESC_MAX(tl) + 512));
+	char *p = b->data + b->len;
+	if (l->proto__count % HTML_CHUNK == 0) {
+		if (l->proto__count)
+			PUT_LIT(p, "</div><div class=c>\n");
+		else
+			PUT_LIT(p, "<div class=c>\n");
+	}
+	if (link)
+		PUT_LIT(p, "<div class=r><span><a href=\"");
+	else
+		PUT_LIT(p, "<div class=r><a href=\"");
 	/* ':' is encoded, so a name such as "a:b" cannot read as a scheme */
-	TRY(put_encoded(b, e->name, e->namelen, 0));
+	p += proto_url_encode(e->name, e->namelen, p, 3 * e->namelen + 1, 0);
 	if (dir)
-		TRY(proto_buf_append(b, "/", 1));
-	TRY(proto_buf_append(b, "\">", 2));
-	TRY(proto_html_escape(b, e->name, e->namelen));
+		*p++ = '/';
+	PUT_LIT(p, "\">");
+	p = raw_html_escape(p, e->name, e->namelen);
 	if (dir)
-		TRY(proto_buf_append(b, "/", 1));
-	TRY(proto_buf_puts(b, "</a>"));
+		*p++ = '/';
+	PUT_LIT(p, "</a>");
 	if (link) {
-		TRY(proto_buf_puts(b, "<span class=l> \xE2\x86\x92 "));
-		TRY(proto_html_escape(b, e->target, e->targetlen));
-		TRY(proto_buf_puts(b, "</span></span>"));
+		PUT_LIT(p, "<span class=l> \xE2\x86\x92 ");
+		p = raw_html_escape(p, e->target, e->targetlen);
+		PUT_LIT(p, "</span></span>");
 	}
 	if (dir) {
-		TRY(proto_buf_puts(b, "<span>-"));
+		PUT_LIT(p, "<span>-");
 	} else {
-		TRY(proto_buf_puts(b, "<span title=\""));
-		TRY(put_u64(b, e->size));
-		TRY(proto_buf_puts(b, " bytes\">"));
-		TRY(put_human(b, e->size));
+		PUT_LIT(p, "<span title=\"");
+		p = raw_u64(p, e->size);
+		PUT_LIT(p, " bytes\">");
+		p = raw_human(p, e->size);
 	}
-	TRY(proto_buf_puts(b, "</span><span>"));
-	TRY(put_datetime(b, e->mtime_sec));
-	TRY(proto_buf_puts(b, "</span><span>"));
-	TRY(proto_buf_puts(b, type_name(e->type)));
-	return proto_buf_puts(b, "</span></div>\n");
+	PUT_LIT(p, "</span><span>");
+	p = raw_datetime(p, e->mtime_sec);
+	PUT_LIT(p, "</span><span>");
+	const char *tn = type_name(e->type);
+	size_t tnl = strlen(tn);
+	memcpy(p, tn, tnl);
+	p += tnl;
+	PUT_LIT(p, "</span></div>\n");
+	b->len = (size_t)(p - b->data);
+	return 0;
 }
 
 static int html_end(struct proto_listing *l, struct proto_buf *b,
