@@ -26,11 +26,15 @@
 
 #include "daemon/listing_int.h"
 #include "daemon/log.h"
+#include "daemon/tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -52,6 +56,8 @@ struct lst_stream {
 	/* The body is spill[spill_off, spill_len) then r.out[r.out_off, len) */
 	int spill;          /* unlinked temporary file, or -1 */
 	uint64_t spill_len, spill_off;
+	int sock;           /* a plain connection's socket, else -1 */
+	bool corked;
 	struct lst_stream *prev, *next;
 };
 
@@ -208,6 +214,31 @@ static void advance(struct lst_stream *s)
 		scan_over(s);
 }
 
+/*
+ * libmicrohttpd sends each chunk as it comes, and its chunks are no
+ * larger than the room left in the connection's pool (~12 KB here):
+ * a segment and a wake-up of the client for every 12 KB. While there
+ * is more to send the socket is corked, so the kernel sends full
+ * segments; it is uncorked (what is held goes at once) before the
+ * stream waits for the file system and before its end. libmicrohttpd
+ * set TCP_NODELAY and uncorked at the start and does not touch the
+ * option again.
+ */
+static void cork(struct lst_stream *s, bool on)
+{
+	int v = on;
+
+	if (s->sock >= 0 && s->corked != on &&
+	    setsockopt(s->sock, IPPROTO_TCP, TCP_CORK, &v, sizeof v) == 0)
+		s->corked = on;
+}
+
+static ssize_t data(struct lst_stream *s, ssize_t k)
+{
+	cork(s, true);
+	return k;
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct lst_stream *s = cls;
@@ -224,24 +255,26 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 				return MHD_CONTENT_READER_END_WITH_ERROR;
 			}
 			s->spill_off += (uint64_t)k;
-			return k;
+			return data(s, k);
 		}
 		size_t have = o->len - s->r.out_off;
 		if (have) {
-			size_t k = have < max ? have : max;
-			memcpy(buf, o->data + s->r.out_off, k);
-			s->r.out_off += k;
+			size_t n = have < max ? have : max;
+			memcpy(buf, o->data + s->r.out_off, n);
+			s->r.out_off += n;
 			if (s->r.out_off == o->len)
 				s->r.out_off = o->len = 0;
-			return (ssize_t)k;
+			return data(s, (ssize_t)n);
 		}
-		if (s->done)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (s->failed)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (s->done || s->failed) {
+			cork(s, false);
+			return s->done ? MHD_CONTENT_READER_END_OF_STREAM
+			               : MHD_CONTENT_READER_END_WITH_ERROR;
+		}
 		advance(s);
 	}
 	/* Nothing until the file system answers: wait without spinning. */
+	cork(s, false);
 	MHD_suspend_connection(s->conn);
 	s->suspended = true;
 	struct timeval tv = { (time_t)fsd->conf.request_timeout, 0 };
@@ -291,6 +324,11 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	s->conn = rq->conn;
 	s->resp = resp;
 	s->spill = -1;
+	s->sock = -1;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci && !fsd_tls_conn(rq->conn))
+		s->sock = ci->connect_fd;
 	s->next = live;
 	if (live)
 		live->prev = s;
