@@ -73,6 +73,8 @@ void lst_gz_end(struct lst_gz *g);
 /* ---- ETag (listing_etag.c) ---- */
 struct lst_etag {
 	uint64_t h;
+	size_t n;
+	unsigned char buf[1024];    /* pieces not hashed yet */
 };
 void lst_etag_init(struct lst_etag *t, const struct lst_params *p,
                    const char *urlpath);
