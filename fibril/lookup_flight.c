@@ -254,6 +254,10 @@ static void stat_done(struct lk__flight *f, size_t i)
 static void batch_apply(struct lk__flight *f, struct lk__batch *b, long res)
 {
 	for (unsigned j = 0; j < b->n; j++) {
+		/* (records at random places when the stats went in name
+		 * order: a cache miss each unless asked for ahead) */
+		if (j + LK__AHEAD < b->n)
+			__builtin_prefetch(&f->recs[b->idx[j + LK__AHEAD]], 1);
 		lk__batch_store(f, b, j, res);
 		stat_done(f, b->idx[j]);
 	}
@@ -516,9 +520,16 @@ void lk__flight_pump(struct lk__flight *f)
 				size_t i = c->hint > c->pos ? c->hint : c->pos;
 				if (i < lim && room(f))
 					lk__flight_sorted(f, lim);
-				for (; i < lim && room(f); i++)
+				for (; i < lim && room(f); i++) {
+					/* (the records of sorted positions are at
+					 * random places: a cache miss each, nine in
+					 * ten of this loop's time unless asked for
+					 * ahead) */
+					if (i + LK__AHEAD < lim)
+						__builtin_prefetch(&f->recs[f->order[i + LK__AHEAD].idx]);
 					if (f->recs[f->order[i].idx].state == REC_NEW)
 						issue_stat(f, f->order[i].idx);
+				}
 				c->hint = i;
 			}
 		}

@@ -88,8 +88,8 @@ static int try_next(struct lk_scan *s, const struct lk_entry **ents,
 			/* Sorted order reads records and names at random places:
 			 * a cache miss each, one after the other unless asked for
 			 * ahead (the caller reads every name next). */
-			if (s->pos + 8 < f->nsorted)
-				__builtin_prefetch(&f->recs[f->order[s->pos + 8].idx]);
+			if (s->pos + LK__AHEAD < f->nsorted)
+				__builtin_prefetch(&f->recs[f->order[s->pos + LK__AHEAD].idx]);
 			__builtin_prefetch(r->name);
 			s->pos++;
 			if (r->err == -ENOENT)
