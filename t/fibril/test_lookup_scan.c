@@ -250,6 +250,34 @@ START_TEST(sort_shared_prefix)
 }
 END_TEST
 
+/* Names whose first bytes after the directory's common prefix are
+ * all the same, because one odd name leaves that prefix empty: the
+ * sort keys segments again on their own prefixes (lookup_sort.c
+ * rekey), at several depths here, in both orders and with directories
+ * first. */
+START_TEST(sort_odd_name)
+{
+	char rel[128];
+	tl_mkdir("o");
+	for (unsigned i = 0; i < 2000; i++) {
+		unsigned h = i * 2654435761u;
+		snprintf(rel, sizeof(rel), "o/photo-from-the-trip-%s-%05u.jpg",
+			 i % 3 ? "day-one" : "day-two", h % 100003u);
+		if (i % 13 == 0)
+			tl_mkdir(rel);
+		else
+			tl_mkfile(rel, NULL);
+	}
+	tl_mkfile("o/README", NULL);
+	struct lk_scan_opts o = { .sort = LK_SORT_NAME };
+	expect_like_ls("o", &o, "", false);
+	o.flags = LK_SCAN_DESC;
+	expect_like_ls("o", &o, "-r", false);
+	o.flags = LK_SCAN_DIRS_FIRST;
+	expect_like_ls("o", &o, "--group-directories-first", false);
+}
+END_TEST
+
 START_TEST(entry_metadata)
 {
 	tl_mkdir("m");
@@ -697,6 +725,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, sort_modes);
 	tcase_add_test(tc, sort_modes_many);
 	tcase_add_test(tc, sort_shared_prefix);
+	tcase_add_test(tc, sort_odd_name);
 	tcase_add_test(tc, entry_metadata);
 	tcase_add_test(tc, deleted_mid_scan_sorted);
 	tcase_add_test(tc, deleted_mid_scan_streaming);
