@@ -216,8 +216,9 @@ static void advance(struct lst_stream *s)
 
 /*
  * libmicrohttpd sends each chunk as it comes, and its chunks are no
- * larger than the room left in the connection's pool (~12 KB here):
- * a segment and a wake-up of the client for every 12 KB. While there
+ * larger than the room left in the connection's pool (~12 KB with the
+ * default request_header_max): a segment and a wake-up of the client
+ * for every 12 KB. While there
  * is more to send the socket is corked, so the kernel sends full
  * segments; it is uncorked (what is held goes at once) before the
  * stream waits for the file system and before its end. libmicrohttpd
@@ -233,7 +234,9 @@ static void cork(struct lst_stream *s, bool on)
 		s->corked = on;
 }
 
-static ssize_t data(struct lst_stream *s, ssize_t k)
+/* @k bytes handed to libmicrohttpd: they leave in full segments until
+ * the stream waits or ends. */
+static ssize_t give(struct lst_stream *s, ssize_t k)
 {
 	cork(s, true);
 	return k;
@@ -255,7 +258,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 				return MHD_CONTENT_READER_END_WITH_ERROR;
 			}
 			s->spill_off += (uint64_t)k;
-			return data(s, k);
+			return give(s, k);
 		}
 		size_t have = o->len - s->r.out_off;
 		if (have) {
@@ -264,7 +267,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 			s->r.out_off += n;
 			if (s->r.out_off == o->len)
 				s->r.out_off = o->len = 0;
-			return data(s, (ssize_t)n);
+			return give(s, (ssize_t)n);
 		}
 		if (s->done || s->failed) {
 			cork(s, false);
