@@ -23,6 +23,7 @@ chmod +x "$T/fsd-nounshare"
 FSD=$T/fsd-nounshare
 
 fresh() { python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d"; }
+fills_kept() { grep -c 'a fill of 301 entries kept' "$T/err.log"; }
 
 checks() {
 	rm -rf "$D"
@@ -32,13 +33,29 @@ checks() {
 	: > "$T/err.log"
 	: > "$T/strace.log"
 	start_daemon -c "$T/c.conf"
-	check_match "first listing" '^ok 301$' "$(fresh)"
-	wait_for "$T/err.log" 'a fill of 301 entries kept' \
-		&& ok "filled without unshare" || not_ok "filled without unshare"
+	# A change of the mount table anywhere (another test mounting a
+	# file system) drops the whole cache, a fill in progress too, and
+	# the traced daemon fills slowly: a fill and a listing from it get
+	# a few tries.
+	local try kept=0 before listed=ok hit=0
+	for try in 1 2 3 4 5; do
+		before=$(fills_kept)
+		fresh | grep -q '^ok 301$' || listed="not ok (try $try)"
+		for i in $(seq 1 50); do
+			[ "$(fills_kept)" -gt "$before" ] && break
+			sleep 0.1
+		done
+		[ "$(fills_kept)" -gt "$before" ] || continue
+		kept=1
+		fresh | grep -q '^ok 301$' || listed="not ok (try $try)"
+		hit=$(lcache_hits_reach /d/ 1)
+		[ "$hit" -ge 1 ] && break
+	done
+	check "listings whole" ok "$listed"
+	check "filled without unshare" 1 "$kept"
 	check_match "unshare was refused" "EPERM" \
 		"$(grep -m1 'unshare(CLONE_FS)' "$T/strace.log")"
-	check_match "second listing" '^ok 301$' "$(fresh)"
-	check "the second from the cache" 1 "$(lcache_hits_reach /d/ 1)"
+	check "a listing from the cache" 1 "$hit"
 	echo changed > "$D/d/f7"
 	check_match "a write in place seen" '^ok 301$' "$(fresh)"
 	check_match "a writer racing the listings: never stale" '^ok [0-9]+ changes$' \
