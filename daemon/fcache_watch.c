@@ -2,6 +2,7 @@
 
 #include "daemon/fcache_int.h"
 #include "daemon/daemon.h"
+#include "daemon/log.h"
 #include "daemon/mime.h"
 
 #include <errno.h>
@@ -595,6 +596,11 @@ int fcw_sync(bool force)
 	int all = in ? drain() : 0;
 	if (all || mnt)
 		ws->epoch++;
+	/* Says why every cache went, for the operator and the tests. */
+	if (mnt)
+		fsd_log(LOG_DEBUG, "caches emptied: the mount table changed");
+	else if (all)
+		fsd_log(LOG_DEBUG, "caches emptied: inotify's queue overflowed");
 	/* Past the budget, the unused go at once: it bounds the kernel's
 	 * watches too. Within it, paced. */
 	if (ws->n > ws->budget)

@@ -90,7 +90,9 @@ checks() {
 	mkdir -p "$D" "$T/other"
 	mount -t ramfs ramfs "$D"
 	chmod 755 "$D"
-	start_daemon --root "$D"
+	printf '[server]\nlog_level = debug\nerror_log = %s\n' "$T/err.log" > "$T/ns.conf"
+	: > "$T/err.log"
+	start_daemon --root "$D" -c "$T/ns.conf"
 	# the daemon's threads on CPU 0 (start_daemon runs it in the background)
 	taskset -a -p -c 0 "$DPID" >/dev/null
 	check "same-size rewrite between read and watch (ramfs)" "0 stale" \
@@ -107,6 +109,8 @@ checks() {
 		"$(python3 "$top_srcdir/t/daemon/fcache-hits.py" "$PORT" "$D" a/f.txt)"
 	mount --bind "$T/other/a" "$D/a"
 	check "directory bind-mounted over" "from the other tree, mounted over" "$(curl -s "$URL/a/f.txt")"
+	check_log "the caches emptied, and why, in the log" "$T/err.log" \
+		"caches emptied: the mount table changed"
 	check "and again" "from the other tree, mounted over" "$(curl -s "$URL/a/f.txt")"
 	umount "$D/a"
 	check "unmounted" "under the mount point" "$(curl -s "$URL/a/f.txt")"

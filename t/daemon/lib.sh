@@ -180,6 +180,24 @@ lcache_hits_reach() {
 	lcache_hits "$1"
 }
 
+# mounts_still N FN...: runs FN, which starts and stops its own daemon
+# with its error log at debug level in $T/err.log (emptied first), up
+# to N times while that log says the mount table changed meanwhile:
+# another test mounting a file system empties every cache, which a test
+# of what the caches hold cannot tell from a bug. The checks of the
+# first try that saw no mount change, or of the last, count.
+mounts_still() {
+	local n=$1 try saved=$fails
+	shift
+	for try in $(seq 1 "$n"); do
+		fails=$saved
+		"$@" > "$T/try.out"
+		grep -q 'caches emptied: the mount table changed' "$T/err.log" || break
+		[ "$try" = "$n" ] || echo "# try $try: the mount table changed meanwhile; again"
+	done
+	cat "$T/try.out"
+}
+
 # wait_for FILE REGEX [TENTHS]: FILE matches within TENTHS tenths of a
 # second (default 50; logs are written by the log thread, which flushes
 # once a second)
