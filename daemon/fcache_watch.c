@@ -600,7 +600,8 @@ int fcw_sync(bool force)
 	if (mnt)
 		fsd_log(LOG_DEBUG, "caches emptied: the mount table changed");
 	else if (all)
-		fsd_log(LOG_DEBUG, "caches emptied: inotify's queue overflowed");
+		fsd_log(LOG_DEBUG, "caches emptied: inotify's queue overflowed, "
+		        "or its read failed");
 	/* Past the budget, the unused go at once: it bounds the kernel's
 	 * watches too. Within it, paced. */
 	if (ws->n > ws->budget)
