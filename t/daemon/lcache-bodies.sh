@@ -166,4 +166,4 @@ EOF
 	stop_daemon
 }
 
-run_backends checks
+run_backends mounts_still 3 checks

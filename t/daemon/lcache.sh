@@ -131,4 +131,4 @@ checks() {
 	stop_daemon
 }
 
-run_backends checks
+run_backends mounts_still 3 checks
