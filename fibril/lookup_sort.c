@@ -121,18 +121,17 @@ static void make_keys(struct lk__flight *f, size_t lo, size_t hi)
  * apart again. The segment lies between two pivots, so its order does
  * not depend on keys outside it. Without this, a 100,000-name
  * directory with one such name sorted by strcmp: the listing took a
- * fifth longer. True if the keys changed. */
-static bool rekey(struct lk__flight *f, size_t lo, size_t hi)
+ * fifth longer. */
+static void rekey(struct lk__flight *f, size_t lo, size_t hi)
 {
 	const struct lk__ord *o = f->order;
 	uint64_t k = o[lo].key;
 	if (f->sort != LK_SORT_NAME || o[hi - 1].key != k || o[lo + (hi - lo) / 2].key != k)
-		return false;
+		return;
 	for (size_t i = lo + 1; i < hi - 1; i++)
 		if (o[i].key != k)
-			return false;
+			return;
 	make_keys(f, lo, hi);
-	return true;
 }
 
 /* Collects the order; sorting happens on demand (lk__flight_sorted). */
