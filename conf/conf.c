@@ -155,7 +155,8 @@ static int listing_key(struct conf__load *ld, struct conf_listing *l,
 			BAD("default_sort: expected name, size, mtime or none, got '%s'", v);
 		l->sort = (enum proto_list_sort)(PROTO_SORT_NAME + i);
 	} else if (!strcmp(name, "window")) {
-		if (!conf__set_uint(ld, name, v, 1, 65536, false, &n))
+		/* more would be cut to LK_WINDOW_MAX by the listing code */
+		if (!conf__set_uint(ld, name, v, 1, 4096, false, &n))
 			l->window = (unsigned)n;
 	} else if (!strcmp(name, "local_window")) {
 		if (!conf__set_uint(ld, name, v, 1, 4096, false, &n))

@@ -323,6 +323,22 @@ START_TEST(limits_out_of_range)
 	expect_msg(1, 3, "local_window");
 	ck_assert_uint_eq(c.listing.local_window, 4096);
 	conf_free(&c);
+
+	/* the listing code takes at most LK_WINDOW_MAX (4096) per window */
+	static const char *const bad_windows[] = { "0", "4097", "65536" };
+	for (size_t i = 0; i < 3; i++) {
+		char text[64], want[80];
+		snprintf(text, sizeof text, "[listing]\nwindow = %s\n", bad_windows[i]);
+		snprintf(want, sizeof want, "window: expected a number from 1 to 4096, got '%s'",
+		         bad_windows[i]);
+		ck_assert_int_eq(load(&c, text), 1);
+		expect_msg(0, 2, want);
+		ck_assert_uint_eq(c.listing.window, 256);
+		conf_free(&c);
+	}
+	ck_assert_int_eq(load(&c, "[listing]\nwindow = 4096\n"), 0);
+	ck_assert_uint_eq(c.listing.window, 4096);
+	conf_free(&c);
 }
 END_TEST
 
