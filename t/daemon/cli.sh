@@ -17,6 +17,8 @@ checks() {
 	out=$("$FSD" --help); rc=$?
 	check "--help exits 0" 0 "$rc"
 	check_match "--help lists --listen" "--listen" "$out"
+	check_match "--help shows the status flag" "--listen 'ADDR:PORT \\[ssl\\] \\[status\\]'" "$out"
+	check_match "--help gives the -w range" "--workers N +worker threads, 1 to 1024" "$out"
 	"$FSD" --no-such-option >/dev/null 2>&1; check "unknown option exits 2" 2 "$?"
 	"$FSD" -w 0 >/dev/null 2>&1; check "-w 0 is refused" 2 "$?"
 
