@@ -379,6 +379,27 @@ static int run(const struct fsd_args *a, const sigset_t *set)
 	return 0;
 }
 
+/* libfibril refuses an unknown FIBRIL_BACKEND in each worker's
+ * async_engine_create(), after the sockets are bound; the worker would
+ * then serve with blocking file system calls. Refused here instead,
+ * once, before anything starts (and under -t). */
+static int check_backend_env(void)
+{
+	static const char *const known[] = { "auto", "uring", "threads" };
+	const char *b = getenv("FIBRIL_BACKEND");
+	char esc[256];
+
+	if (!b || !*b)
+		return 0;
+	for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+		if (!strcmp(b, known[i]))
+			return 0;
+	fsd_log_escape(esc, sizeof esc, b);
+	fprintf(stderr, "fileserverd: FIBRIL_BACKEND=%s: unknown async backend "
+	        "(expected auto, uring or threads)\n", esc);
+	return -1;
+}
+
 /* Everything after the command line; main() frees what parse_args()
  * allocated whichever way this returns. */
 static int serve(const struct fsd_args *a)
@@ -386,6 +407,8 @@ static int serve(const struct fsd_args *a)
 	struct conf *c;
 	int errors, st;
 
+	if (check_backend_env() < 0)
+		return 1;
 	cur = fsd_server_new(a, false, &errors);
 	if (!cur || errors) {
 		if (errors > 0 && a->test)

@@ -46,6 +46,20 @@ checks() {
 		check_match "-t mime_types $f: says why" "mime_types $f: not a regular file" "$out"
 	done
 
+	# an unknown async backend: refused up front, with -t and without,
+	# rather than workers serving with blocking calls
+	out=$(FIBRIL_BACKEND=bogus "$FSD" -t -r "$D" 2>&1); rc=$?
+	check "-t FIBRIL_BACKEND=bogus exits 1" 1 "$rc"
+	check_match "-t FIBRIL_BACKEND=bogus: says why" \
+		"^fileserverd: FIBRIL_BACKEND=bogus: unknown async backend \\(expected auto, uring or threads\\)$" "$out"
+	out=$(FIBRIL_BACKEND=bogus timeout 10 "$FSD" -r "$D" -l "127.0.0.1:$(free_port)" 2>&1); rc=$?
+	check "FIBRIL_BACKEND=bogus: the daemon does not start" 1 "$rc"
+	check_match "FIBRIL_BACKEND=bogus: nothing served" "^fileserverd: FIBRIL_BACKEND" "$out"
+	for be in auto ""; do
+		FIBRIL_BACKEND=$be "$FSD" -t -r "$D" >/dev/null 2>&1
+		check "-t FIBRIL_BACKEND='$be' is valid" 0 "$?"
+	done
+
 	rm -f "$T"/*.log "$T"/*.log.1
 	# a real configuration: two workers, access log, per-directory listing off
 	cat > "$T/fsd.conf" <<CONF
