@@ -8,8 +8,9 @@
  * worker that accepted it. The only cross-thread paths are the stop
  * eventfd and its flags (main → worker), the log queue (worker → log
  * thread), the worker's drain flags that main() polls (worker →
- * main), and the counters a status request reads from every worker
- * (metrics.h).
+ * main), the counters a status request reads from every worker
+ * (metrics.h), and the table of connections per client address that
+ * all workers share under a mutex (conn.c).
  *
  * A reload (SIGHUP) builds a second struct fsd_server from the file
  * and starts its workers on the listening sockets it shares with the
@@ -24,6 +25,8 @@
  *                     and workers, started, drained and freed
  *   worker.c          a worker's thread and loop, libmicrohttpd set-up
  *   request.c         a request's life cycle (the MHD callbacks, its fibril)
+ *   conn.c            connections: accepted, counted per address, swept
+ *                     for timeouts and slow readers
  *   status.c          /metrics, /status, /healthz (status.h)
  *   reqhdr.c          request headers copied and checked (proto/reqcheck)
  *   static.c          what a path is: file, directory, index, redirect,
