@@ -1,8 +1,8 @@
 /*
- * conf: a configuration file read (inih, behind a reader of our own
- * that counts lines), its [server], [listing] and [dir] keys, the
- * checks once it is whole, and the listing settings of a path. Values,
- * listen addresses and the symlinks/allow keys are in conf_*.c.
+ * conf: a configuration file read (inih, behind the reader of
+ * conf_read.c), its [server], [listing] and [dir] keys, the checks once
+ * it is whole, and the listing settings of a path. Values, listen
+ * addresses and the symlinks/allow keys are in conf_*.c.
  */
 #include "first.h"
 
@@ -162,7 +162,7 @@ static int listing_key(struct conf__load *ld, struct conf_listing *l,
 		if (!conf__set_uint(ld, name, v, 1, 4096, false, &n))
 			l->local_window = (unsigned)n;
 	} else
-		BAD("unknown key '%s' in [listing]", name);
+		UNKNOWN("unknown key '%s' in [listing]", name);
 	return 1;
 }
 
@@ -298,138 +298,79 @@ static int server_key(struct conf__load *ld, const char *name, const char *v)
 	UINT("fcache_entries", fcache_entries, 0, 1000000, false)
 	UINT("fcache_bytes", fcache_bytes, 0, 1ULL << 40, true)
 	UINT("fcache_watches", fcache_watches, 0, 1000000, false)
-	BAD("unknown key '%s' in [server]", name);
+	UNKNOWN("unknown key '%s' in [server]", name);
 #undef STR
 #undef UINT
 }
 
-/* `dir "/path"` (quotes optional) → a new conf_dir. */
-static int begin_dir(struct conf__load *ld, const char *section)
+/* [dir "/path"] */
+static int dir_key(struct conf__load *ld, struct conf_dir *d, const char *name,
+                   const char *v)
 {
-	struct conf *c = ld->c;
-	const char *p = section + 3;
-	char buf[256];
-	size_t n;
-	struct conf_dir *d;
-	char *norm;
+	bool b;
+	int i;
 
-	while (*p == ' ' || *p == '\t')
-		p++;
-	n = strlen(p);
-	if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
-		p++;
-		n -= 2;
-	}
-	if (!n || n >= sizeof buf || p[0] != '/') {
-		conf__report(ld, ld->line, "[%s]: expected [dir \"/url/path\"]", section);
-		return -1;
-	}
-	memcpy(buf, p, n);
-	buf[n] = 0;
-	norm = conf__norm_dir(buf);
-	if (!norm) {
-		conf__report(ld, ld->line, "[%s]: path must not contain '.' or '..' segments", section);
-		return -1;
-	}
-	for (size_t i = 0; i < c->ndirs; i++)
-		if (!strcmp(c->dirs[i].path, norm)) {
-			ld->dir = &c->dirs[i];
-			free(norm);
-			return 0;
-		}
-	d = realloc(c->dirs, (c->ndirs + 1) * sizeof *d);
-	if (!d) {
-		free(norm);
-		conf__report(ld, ld->line, "out of memory");
-		return -1;
-	}
-	c->dirs = d;
-	d += c->ndirs++;
-	d->path = norm;
-	d->line = ld->line;
-	d->listing = -1;
-	d->dotfiles = -1;
-	ld->dir = d;
-	return 0;
+	if (!strcmp(name, "listing")) {
+		if (!conf__set_bool(ld, name, v, &b))
+			d->listing = b;
+	} else if (!strcmp(name, "dotfiles")) {
+		if ((i = conf__parse_dotfiles(v)) < 0)
+			BAD("dotfiles: expected off, serve or list, got '%s'", v);
+		d->dotfiles = i;
+	} else
+		UNKNOWN("unknown key '%s' in [%s]", name, ld->section);
+	return 1;
 }
 
+/* The keys that add to a list rather than set a value. */
+static bool repeatable(const struct conf__load *ld, const char *name)
+{
+	return ld->sect == CONF__SECT_SERVER &&
+	       (!strcmp(name, "listen") || !strcmp(name, "status_listen") ||
+	        !strcmp(name, "allow"));
+}
+
+/* @section is not looked at: the reader follows the headers (inih cuts
+ * their names short). */
 static int handler(void *user, const char *section, const char *name,
                    const char *value)
 {
 	struct conf__load *ld = user;
+	/* inih reads an indented line after a key as more of its value */
+	bool more = ld->indented && ld->key_since_header && !strcmp(name, ld->last_key);
+	bool once;
+	int at;
 
+	(void)section;
+	ld->key_since_header = *name != 0;
 	if (!*name)
 		BAD("syntax error: missing name before '='");
-	/* inih reads an indented line after a key as more of its value */
-	if (ld->indented && !strcmp(section, ld->section) &&
-	    !strcmp(name, ld->last_key))
+	if (more)
 		BAD("continuation lines are not supported");
 	snprintf(ld->last_key, sizeof ld->last_key, "%s", name);
-	if (strcmp(section, ld->section)) {
-		snprintf(ld->section, sizeof ld->section, "%s", section);
-		ld->dir = NULL;
-		if (!strncmp(section, "dir", 3) &&
-		    (section[3] == ' ' || section[3] == '\t'))
-			if (begin_dir(ld, section) < 0)
-				return 1;
-	}
-	if (!strcmp(section, "server"))
-		return server_key(ld, name, value);
-	if (!strcmp(section, "listing"))
-		return listing_key(ld, &ld->c->listing, name, value);
-	if (ld->dir) {
-		bool b;
-		if (!strcmp(name, "listing")) {
-			if (!conf__set_bool(ld, name, value, &b))
-				ld->dir->listing = b;
-		} else if (!strcmp(name, "dotfiles")) {
-			int d = conf__parse_dotfiles(value);
-			if (d < 0)
-				BAD("dotfiles: expected off, serve or list, got '%s'", value);
-			ld->dir->dotfiles = d;
-		} else
-			BAD("unknown key '%s' in [%s]", name, section);
-		return 1;
-	}
-	if (!strncmp(section, "dir", 3) && (section[3] == ' ' || section[3] == '\t'))
-		return 1;       /* bad [dir] header, already reported */
-	if (!*section)
+	if (ld->sect == CONF__SECT_NONE)
 		BAD("'%s' outside any section (start with [server])", name);
-	BAD("unknown section [%s]", section);
-}
-
-/* inih's reader: one line per call, counted, so that the handler knows
- * the line of each key (Debian's libinih is built without
- * INI_HANDLER_LINENO). The syntax is inih's to judge. */
-static char *reader(char *str, int num, void *stream)
-{
-	struct conf__load *ld = stream;
-	char line[4096];
-	size_t n;
-
-	if (!fgets(line, sizeof line, ld->f))
-		return NULL;
-	ld->line++;
-	n = strlen(line);
-	if (n >= (size_t)num || (n == sizeof line - 1 && line[n - 1] != '\n')) {
-		if (line[n - 1] != '\n') {
-			int ch;
-			while ((ch = fgetc(ld->f)) != EOF && ch != '\n')
-				;
-		}
-		conf__report(ld, ld->line, "line too long (at most %d characters)", num - 2);
-		str[0] = '\n';
-		str[1] = 0;
-		return str;
-	}
-	ld->indented = line[0] == ' ' || line[0] == '\t';
-	memcpy(str, line, n + 1);
-	return str;
+	if (ld->sect == CONF__SECT_BAD)
+		return 1;       /* its header is reported */
+	once = !repeatable(ld, name);
+	if (once && (at = conf__seen_at(ld, name)))
+		BAD("%s: already set at line %d", name, at);
+	ld->unknown = false;
+	if (ld->sect == CONF__SECT_SERVER)
+		server_key(ld, name, value);
+	else if (ld->sect == CONF__SECT_LISTING)
+		listing_key(ld, &ld->c->listing, name, value);
+	else
+		dir_key(ld, &ld->c->dirs[ld->sect - CONF__SECT_DIR], name, value);
+	if (once && !ld->unknown)
+		conf__remember(ld, name);
+	return 1;
 }
 
 int conf_load(struct conf *c, const char *path, conf_err_fn *err, void *arg)
 {
-	struct conf__load ld = { .c = c, .path = path, .err = err, .arg = arg };
+	struct conf__load ld = { .c = c, .path = path, .err = err, .arg = arg,
+	                         .sect = CONF__SECT_NONE };
 	int r;
 
 	ld.f = fopen(path, "r");
@@ -442,8 +383,9 @@ int conf_load(struct conf *c, const char *path, conf_err_fn *err, void *arg)
 		return r;
 	}
 	c->file = path;
-	r = ini_parse_stream(reader, &ld, handler, &ld);
+	r = ini_parse_stream(conf__reader, &ld, handler, &ld);
 	fclose(ld.f);
+	free(ld.seen);
 	/* inih goes on after a syntax error but names only the first */
 	if (r > 0)
 		conf__report(&ld, r, "syntax error: expected [section] or name = value");

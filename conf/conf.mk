@@ -1,7 +1,7 @@
 # conf/conf.mk: the configuration parser/validator and the sample file.
 noinst_LTLIBRARIES += conf/libconf.la
 conf_libconf_la_SOURCES = conf/conf.c conf/conf.h conf/conf_int.h \
-	conf/conf_value.c conf/conf_listen.c conf/conf_links.c
+	conf/conf_read.c conf/conf_value.c conf/conf_listen.c conf/conf_links.c
 conf_libconf_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 conf_libconf_la_LIBADD = $(INIH_LIBS)
 
@@ -21,7 +21,8 @@ t_conf_test_conf_LDADD = conf/libconf.la $(UNIT_LDADD)
 # libFuzzer target for the parser (run by `make fuzz-check`, proto.mk).
 FUZZ_TARGETS += t/conf/fuzz_conf
 EXTRA_DIST += t/conf/fuzz_conf.c t/conf/corpus
-CONF_FUZZ_SRC = $(top_srcdir)/conf/conf.c $(top_srcdir)/conf/conf_value.c \
+CONF_FUZZ_SRC = $(top_srcdir)/conf/conf.c $(top_srcdir)/conf/conf_read.c \
+	$(top_srcdir)/conf/conf_value.c \
 	$(top_srcdir)/conf/conf_listen.c $(top_srcdir)/conf/conf_links.c
 t/conf/fuzz_conf: $(top_srcdir)/t/conf/fuzz_conf.c $(CONF_FUZZ_SRC) config.h
 	@echo "  FUZZ     $@"; mkdir -p t/conf

@@ -182,9 +182,9 @@ START_TEST(errors_have_lines)
 	expect_msg(0, 2, "listen");
 	expect_msg(1, 3, "unknown key 'bogus'");
 	expect_msg(2, 4, "workers");
-	expect_msg(3, 7, "unknown section [nosuch]");
+	expect_msg(3, 6, "unknown section [nosuch]");
 	expect_msg(4, 10, "enabled");
-	expect_msg(5, 12, "'..'");
+	expect_msg(5, 11, "'..'");
 	expect_msg(6, 9, "syntax error");
 	conf_free(&c);
 }
@@ -197,17 +197,16 @@ START_TEST(dotfiles_and_targets)
 	int r = load(&c,
 	             "[listing]\n"                    /* 1 */
 	             "dotfiles = serve\n"             /* 2 */
-	             "symlink_targets = off\n"        /* 3 */
-	             "[dir \"/a\"]\n"                 /* 4 */
-	             "dotfiles = list\n"              /* 5 */
-	             "[dir \"/b\"]\n"                 /* 6 */
-	             "dotfiles = off\n"               /* 7 */
+	             "[dir \"/a\"]\n"                 /* 3 */
+	             "dotfiles = list\n"              /* 4 */
+	             "[dir \"/b\"]\n"                 /* 5 */
+	             "dotfiles = off\n"               /* 6 */
+	             "[dir \"/c\"]\n"                 /* 7 */
 	             "dotfiles = maybe\n"             /* 8 */
 	             "[listing]\n"                    /* 9 */
-	             "symlink_targets = all\n");      /* 10 */
-	ck_assert_int_eq(r, 2);
+	             "symlink_targets = off\n");      /* 10 */
+	ck_assert_int_eq(r, 1);
 	expect_msg(0, 8, "dotfiles: expected off, serve or list");
-	expect_msg(1, 10, "symlink_targets: expected beneath or off");
 	ck_assert_int_eq(c.listing.dotfiles, CONF_DOT_SERVE);
 	ck_assert_int_eq(c.listing.symlink_targets, CONF_TARGETS_OFF);
 	conf_listing_for(&c, "/a/x", &l);
@@ -216,6 +215,10 @@ START_TEST(dotfiles_and_targets)
 	ck_assert_int_eq(l.dotfiles, CONF_DOT_OFF);
 	conf_listing_for(&c, "/c", &l);
 	ck_assert_int_eq(l.dotfiles, CONF_DOT_SERVE);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[listing]\nsymlink_targets = all\n"), 1);
+	expect_msg(0, 2, "symlink_targets: expected beneath or off");
+	ck_assert_int_eq(c.listing.symlink_targets, CONF_TARGETS_BENEATH);
 	conf_free(&c);
 
 	/* built in: /.well-known is served while dotfiles are off; a
@@ -308,19 +311,21 @@ START_TEST(limits_out_of_range)
 
 	ck_assert_int_eq(load(&c, "[server]\n"
 	                          "request_header_max = 512\n"
-	                          "fcache_entries = -1\n"
-	                          "request_header_max = 2m\n"), 3);
-	expect_msg(0, 2, "request_header_max");
+	                          "fcache_entries = -1\n"), 2);
+	expect_msg(0, 2, "request_header_max: expected a number from 1024 to 1048576");
 	expect_msg(1, 3, "fcache_entries");
-	expect_msg(2, 4, "request_header_max");
+	ck_assert_uint_eq(c.request_header_max, 8192);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nrequest_header_max = 2m\n"), 1);
+	expect_msg(0, 2, "request_header_max");
 	ck_assert_uint_eq(c.request_header_max, 8192);
 	conf_free(&c);
 
-	ck_assert_int_eq(load(&c, "[listing]\n"
-	                          "local_window = 0\n"
-	                          "local_window = 4097\n"), 2);
+	ck_assert_int_eq(load(&c, "[listing]\nlocal_window = 0\n"), 1);
 	expect_msg(0, 2, "local_window");
-	expect_msg(1, 3, "local_window");
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[listing]\nlocal_window = 4097\n"), 1);
+	expect_msg(0, 2, "local_window");
 	ck_assert_uint_eq(c.listing.local_window, 4096);
 	conf_free(&c);
 
@@ -352,12 +357,12 @@ START_TEST(shutdown_timeout)
 	ck_assert_int_eq(load(&c, "[server]\nshutdown_timeout = 0\n"), 0);
 	ck_assert_uint_eq(c.shutdown_timeout, 0);
 	conf_free(&c);
-	ck_assert_int_eq(load(&c, "[server]\nshutdown_timeout = 2\n"
-	                          "shutdown_timeout = soon\n"
-	                          "shutdown_timeout = 86401\n"), 2);
-	expect_msg(0, 3, "shutdown_timeout: expected a number from 0 to 86400");
-	expect_msg(1, 4, "shutdown_timeout");
-	ck_assert_uint_eq(c.shutdown_timeout, 2);
+	ck_assert_int_eq(load(&c, "[server]\nshutdown_timeout = soon\n"), 1);
+	expect_msg(0, 2, "shutdown_timeout: expected a number from 0 to 86400, got 'soon'");
+	ck_assert_uint_eq(c.shutdown_timeout, 30);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nshutdown_timeout = 86401\n"), 1);
+	expect_msg(0, 2, "shutdown_timeout: expected a number from 0 to 86400, got '86401'");
 	conf_free(&c);
 }
 END_TEST
@@ -518,12 +523,136 @@ START_TEST(etag_kinds)
 	ck_assert_int_eq(load(&c, "[server]\netag = mtime-size\n"), 0);
 	ck_assert_int_eq(c.etag, PROTO_ETAG_MTIME_SIZE);
 	conf_free(&c);
-	ck_assert_int_eq(load(&c, "[server]\netag = mtime-size\netag = inode\n"), 0);
+	ck_assert_int_eq(load(&c, "[server]\netag = inode\n"), 0);
 	ck_assert_int_eq(c.etag, PROTO_ETAG_INODE);
 	conf_free(&c);
 	ck_assert_int_eq(load(&c, "[server]\n\netag = mtime\n"), 1);
 	expect_msg(0, 3, "etag: expected inode or mtime-size, got 'mtime'");
 	ck_assert_int_eq(c.etag, PROTO_ETAG_INODE);
+	conf_free(&c);
+}
+END_TEST
+
+/* A key that sets one value may be given once per section (a section
+ * given twice is one); those that add to a list, as often as wanted. */
+START_TEST(keys_given_twice)
+{
+	struct conf c;
+
+	ck_assert_int_eq(load(&c, "[server]\n"                    /* 1 */
+	                          "root = /a\n"                   /* 2 */
+	                          "workers = 2\n"                 /* 3 */
+	                          "root = /b\n"                   /* 4 */
+	                          "[listing]\n"                   /* 5 */
+	                          "window = 8\n"                  /* 6 */
+	                          "[server]\n"                    /* 7 */
+	                          "workers = 3\n"                 /* 8 */
+	                          "[listing]\n"                   /* 9 */
+	                          "window = 9\n"), 3);            /* 10 */
+	expect_msg(0, 4, "root: already set at line 2");
+	expect_msg(1, 8, "workers: already set at line 3");
+	expect_msg(2, 10, "window: already set at line 6");
+	ck_assert_str_eq(c.root, "/a");
+	ck_assert_uint_eq(c.workers, 2);
+	ck_assert_uint_eq(c.listing.window, 8);
+	conf_free(&c);
+
+	/* [dir] sections of one path are one section, whatever their
+	 * spelling; the built-in /.well-known is not the file's */
+	ck_assert_int_eq(load(&c, "[dir \"/a\"]\n"                 /* 1 */
+	                          "listing = off\n"               /* 2 */
+	                          "[dir /a/]\n"                   /* 3 */
+	                          "dotfiles = list\n"             /* 4 */
+	                          "listing = on\n"                /* 5 */
+	                          "[dir \"/b\"]\n"                 /* 6 */
+	                          "listing = on\n"                /* 7 */
+	                          "[dir \"/.well-known\"]\n"       /* 8 */
+	                          "dotfiles = off\n"), 1);        /* 9 */
+	expect_msg(0, 5, "listing: already set at line 2");
+	conf_free(&c);
+
+	/* a bad value counts as given; an unknown key is no key */
+	ck_assert_int_eq(load(&c, "[server]\n"
+	                          "max_ranges = lots\n"
+	                          "max_ranges = 4\n"
+	                          "frobnicate = 1\n"
+	                          "frobnicate = 2\n"), 4);
+	expect_msg(0, 2, "max_ranges: expected a number");
+	expect_msg(1, 3, "max_ranges: already set at line 2");
+	expect_msg(2, 4, "unknown key 'frobnicate'");
+	expect_msg(3, 5, "unknown key 'frobnicate'");
+	conf_free(&c);
+
+	/* lists */
+	ck_assert_int_eq(load(&c, "[server]\n"
+	                          "listen = 127.0.0.1:1\n"
+	                          "listen = 127.0.0.1:2\n"
+	                          "status_listen = 127.0.0.1:3\n"
+	                          "status_listen = 127.0.0.1:4\n"
+	                          "allow = /x\n"
+	                          "allow = /y\n"
+	                          "[server]\n"
+	                          "allow = /z\n"), 0);
+	ck_assert_uint_eq(c.nlisten, 4);
+	ck_assert_uint_eq(c.nallow, 3);
+	conf_free(&c);
+
+	/* "listen" is a list in [server] only */
+	ck_assert_int_eq(load(&c, "[listing]\nlisten = 1\nlisten = 2\n"), 2);
+	expect_msg(0, 2, "unknown key 'listen' in [listing]");
+	expect_msg(1, 3, "unknown key 'listen' in [listing]");
+	conf_free(&c);
+}
+END_TEST
+
+/* Headers are checked where they are, keys under them or not. */
+START_TEST(section_headers)
+{
+	struct conf c;
+	struct conf_listing l;
+
+	ck_assert_int_eq(load(&c, "[server]\n"                    /* 1 */
+	                          "[bogus]\n"                     /* 2 */
+	                          "[listing]\n"                   /* 3 */
+	                          "[dir foo]\n"                   /* 4 */
+	                          "[dir \"/a/../b\"]\n"            /* 5 */
+	                          "[serverx]\n"                   /* 6 */
+	                          "workers = 2\n"                 /* 7 */
+	                          "root = /x\n"                   /* 8 */
+	                          "[dir]\n"), 5);                 /* 9 */
+	expect_msg(0, 2, "unknown section [bogus]");
+	expect_msg(1, 4, "[dir foo]: expected [dir \"/url/path\"]");
+	expect_msg(2, 5, "'..'");
+	expect_msg(3, 6, "unknown section [serverx]");
+	expect_msg(4, 9, "unknown section [dir]");
+	/* the keys of a bad section are not taken */
+	ck_assert_uint_eq(c.workers, 1);
+	conf_free(&c);
+
+	/* a comment after the header; a byte order mark before the first;
+	 * a path longer than inih keeps of a section's name */
+	ck_assert_int_eq(load(&c, "\xEF\xBB\xBF[server] ; main\nworkers = 2\n"
+	                          "[dir \"/a/very/long/path/beyond/forty/nine/characters/x\"]\n"
+	                          "listing = off\n"), 0);
+	ck_assert_uint_eq(c.workers, 2);
+	conf_listing_for(&c, "/a/very/long/path/beyond/forty/nine/characters/x/y", &l);
+	ck_assert(!l.enabled);
+	conf_free(&c);
+
+	/* an indented header after a key is more of the key's value to
+	 * inih: one error, and the section goes on */
+	ck_assert_int_eq(load(&c, "[server]\nworkers = 2\n  [bogus]\nroot = /x\n"), 1);
+	expect_msg(0, 3, "continuation lines are not supported");
+	ck_assert_str_eq(c.root, "/x");
+	conf_free(&c);
+	/* ... but a header before any key of its section */
+	ck_assert_int_eq(load(&c, "[server]\n  [bogus]\n"), 1);
+	expect_msg(0, 2, "unknown section [bogus]");
+	conf_free(&c);
+	/* a ']' after an inline comment does not end the name: a syntax
+	 * error, as inih sees it, and no section */
+	ck_assert_int_eq(load(&c, "[server]\n[bogus ;x]\n"), 1);
+	expect_msg(0, 2, "syntax error");
 	conf_free(&c);
 }
 END_TEST
@@ -549,6 +678,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, values_keep_their_lines);
 	tcase_add_test(tc, symlinks_and_allow);
 	tcase_add_test(tc, etag_kinds);
+	tcase_add_test(tc, keys_given_twice);
+	tcase_add_test(tc, section_headers);
 	suite_add_tcase(s, tc);
 	return s;
 }
