@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <ini.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,26 @@ static int server_word_key(struct conf__load *ld, const char *name, const char *
 	return 0;
 }
 
+/* The keys whose value the daemon opens or looks up later: a failure
+ * there names the line. */
+static void note_line(struct conf__load *ld, const char *name)
+{
+	static const struct { const char *key; size_t off; } k[] = {
+		{ "root", offsetof(struct conf, root_line) },
+		{ "user", offsetof(struct conf, user_line) },
+		{ "group", offsetof(struct conf, group_line) },
+		{ "mime_types", offsetof(struct conf, mime_types_line) },
+		{ "error_log", offsetof(struct conf, error_log_line) },
+		{ "access_log", offsetof(struct conf, access_log_line) },
+		{ "ssl_certificate", offsetof(struct conf, ssl_certificate_line) },
+		{ "ssl_certificate_key", offsetof(struct conf, ssl_certificate_key_line) },
+	};
+
+	for (size_t i = 0; i < sizeof k / sizeof *k; i++)
+		if (!strcmp(name, k[i].key))
+			*(int *)((char *)ld->c + k[i].off) = ld->line;
+}
+
 static int server_key(struct conf__load *ld, const char *name, const char *v)
 {
 	struct conf *c = ld->c;
@@ -264,17 +285,13 @@ static int server_key(struct conf__load *ld, const char *name, const char *v)
 
 	if (!strcmp(name, "listen") || !strcmp(name, "status_listen"))
 		return listen_key(ld, name, v);
+	note_line(ld, name);
 	STR("root", root)
 	STR("user", user)
 	STR("group", group)
 	STR("error_log", error_log)
 	STR("mime_types", mime_types)
 	STR("default_type", default_type)
-	/* (their files are read later: a failure there names the line) */
-	if (!strcmp(name, "ssl_certificate"))
-		c->ssl_certificate_line = ld->line;
-	if (!strcmp(name, "ssl_certificate_key"))
-		c->ssl_certificate_key_line = ld->line;
 	STR("ssl_certificate", ssl_certificate)
 	STR("ssl_certificate_key", ssl_certificate_key)
 	if (server_word_key(ld, name, v))
@@ -410,7 +427,7 @@ int conf_validate(struct conf *c, conf_err_fn *err, void *arg)
 	if (!c->root || !*c->root)
 		conf__report(&ld, 0, "root: not set");
 	if (c->group && !c->user)
-		conf__report(&ld, 0, "group is set but user is not");
+		conf__report(&ld, c->group_line, "group is set but user is not");
 	for (size_t i = 0; i < c->nlisten; i++)
 		if (c->listen[i].ssl) {
 			if (!c->ssl_certificate && !c->ssl_certificate_key)
@@ -419,7 +436,8 @@ int conf_validate(struct conf *c, conf_err_fn *err, void *arg)
 			break;
 		}
 	if (!c->ssl_certificate != !c->ssl_certificate_key)
-		conf__report(&ld, 0, "%s is set but %s is not",
+		conf__report(&ld, c->ssl_certificate ? c->ssl_certificate_line :
+		             c->ssl_certificate_key_line, "%s is set but %s is not",
 		             c->ssl_certificate ? "ssl_certificate" : "ssl_certificate_key",
 		             c->ssl_certificate ? "ssl_certificate_key" : "ssl_certificate");
 	/* allow widens beneath only: under the other policies it would

@@ -114,8 +114,11 @@ struct conf {
 	char *ssl_certificate_key;    /**< PEM private key for ssl listeners, or NULL */
 	bool ssl_session_tickets;     /**< TLS resumption by tickets (default on) */
 	int ssl_line;                 /**< line of the first ssl listener (0: command line) */
-	int ssl_certificate_line;     /**< where the file sets ssl_certificate (0: not there) */
-	int ssl_certificate_key_line; /**< ... and ssl_certificate_key */
+	/** Where the file sets a key whose value is opened or looked up
+	 *  later, for the messages of a failure there (0: not there). */
+	int ssl_certificate_line, ssl_certificate_key_line;
+	int root_line, user_line, group_line, mime_types_line;
+	int error_log_line, access_log_line;
 	enum conf_symlinks symlinks;  /**< (default beneath) */
 	struct conf_allow *allow;     /**< nallow trees symlinks may lead into */
 	size_t nallow;
@@ -156,9 +159,10 @@ int conf_parse_listen(const char *text, struct sockaddr_storage *ss,
 /** Replaces a string setting (copies @value). Returns 0 or -ENOMEM. */
 int conf_set_str(char **slot, const char *value);
 
-/** Checks cross-field rules (root set, workers > 0, ...) and orders the
- *  [dir] sections. Problems go through @err ("file: message" when no
- *  line applies). Returns the number of errors. */
+/** Checks cross-field rules (root set, group with user, both TLS
+ *  files, listen addresses given once) and orders the [dir] sections.
+ *  Problems go through @err as "file:line: message" ("file: message"
+ *  when no line of the file applies). Returns the number of errors. */
 int conf_validate(struct conf *c, conf_err_fn *err, void *arg);
 
 /** Listing settings effective for URL path @path (decoded, normalised,

@@ -68,8 +68,11 @@ static int srv_conf(struct conf *c, const struct fsd_args *a, bool reload)
 			return -1;
 		errors += r;
 	}
-	if (a->root && conf_set_str(&c->root, a->root) < 0)
-		return -1;
+	if (a->root) {
+		if (conf_set_str(&c->root, a->root) < 0)
+			return -1;
+		c->root_line = 0;
+	}
 	if (a->nlisten) {
 		size_t kept = 0;
 		/* (status_listen is not a listen address: it stays) */
@@ -118,8 +121,14 @@ struct fsd_server *fsd_server_new(const struct fsd_args *a, bool reload,
 	*errors += fsd_tls_load(s, srv_err, reload ? c : NULL);
 	r = lk_root_open(c->root, NULL, &s->lkroot);
 	if (r < 0) {
-		srv_report(reload, "%s%sroot %s: %s", config ? config : "",
-		           config ? ": " : "fileserverd: ", c->root, strerror(-r));
+		if (c->root_line > 0)
+			srv_report(reload, "%s:%d: root %s: %s", config, c->root_line,
+			           c->root, strerror(-r));
+		else if (a->root)
+			srv_report(reload, "fileserverd: --root %s: %s", c->root, strerror(-r));
+		else
+			srv_report(reload, "fileserverd: root %s (the default, the current "
+			           "directory): %s", c->root, strerror(-r));
 		++*errors;
 	} else {
 		/* static.c opens through a root that refuses every symlink
@@ -136,9 +145,10 @@ struct fsd_server *fsd_server_new(const struct fsd_args *a, bool reload,
 	r = fsd_mime_load(s, c->mime_types);
 	if (r == -ENOMEM)
 		goto fail;
-	if (r < 0 && config && strcmp(c->mime_types, "/etc/mime.types")) {
-		srv_report(reload, "%s: mime_types %s: %s", config, c->mime_types,
-		           r == -EINVAL ? "not a regular file" : strerror(-r));
+	/* (a missing /etc/mime.types leaves the built-in table) */
+	if (r < 0 && c->mime_types_line > 0 && strcmp(c->mime_types, "/etc/mime.types")) {
+		srv_report(reload, "%s:%d: mime_types %s: %s", config, c->mime_types_line,
+		           c->mime_types, r == -EINVAL ? "not a regular file" : strerror(-r));
 		++*errors;
 	}
 	return s;

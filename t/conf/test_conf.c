@@ -483,8 +483,10 @@ START_TEST(listen_flags)
 	expect_msg(0, 4, "ssl needs ssl_certificate and ssl_certificate_key");
 	conf_free(&c);
 	ck_assert_int_eq(load(&c, "[server]\nroot = /\nssl_certificate_key = /k\n"), 1);
-	ck_assert_msg(strstr(msgs[0], "ssl_certificate_key is set but ssl_certificate is not"),
-	              "got '%s'", msgs[0]);
+	expect_msg(0, 3, "ssl_certificate_key is set but ssl_certificate is not");
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nssl_certificate = /c\nroot = /\n"), 1);
+	expect_msg(0, 2, "ssl_certificate is set but ssl_certificate_key is not");
 	conf_free(&c);
 	ck_assert_int_eq(load(&c, "[server]\nroot = /\nlisten = 1 ssl\n"
 	                          "ssl_certificate = /c\nssl_certificate_key = /k\n"), 0);
@@ -507,8 +509,22 @@ START_TEST(values_keep_their_lines)
 	ck_assert_int_eq(c.listen[1].line, 5);
 	ck_assert_int_eq(c.ssl_certificate_key_line, 6);
 	ck_assert_int_eq(c.ssl_certificate_line, 7);
+	ck_assert_int_eq(c.root_line, 2);
+	ck_assert_int_eq(c.mime_types_line, 0);
 	ck_assert_int_eq(conf_add_listen(&c, "8080"), 0);
 	ck_assert_int_eq(c.listen[2].line, 0);
+	conf_free(&c);
+
+	ck_assert_int_eq(load(&c, "[server]\nmime_types = /m\n\nuser = u\ngroup = g\n"
+	                          "error_log = /e\naccess_log = off\n"), 0);
+	ck_assert_int_eq(c.mime_types_line, 2);
+	ck_assert_int_eq(c.user_line, 4);
+	ck_assert_int_eq(c.group_line, 5);
+	ck_assert_int_eq(c.error_log_line, 6);
+	ck_assert_int_eq(c.access_log_line, 7);
+	conf_free(&c);
+	ck_assert_int_eq(load(&c, "[server]\nroot = /\n\ngroup = g\n"), 1);
+	expect_msg(0, 4, "group is set but user is not");
 	conf_free(&c);
 }
 END_TEST

@@ -35,6 +35,29 @@ checks() {
 	check "-t missing file exits 1" 1 "$rc"
 	out=$("$FSD" -t -r "$T/nonexistent-root" 2>&1); rc=$?
 	check "-t missing root exits 1" 1 "$rc"
+	check_match "-t missing --root: says it is the option's" \
+		"^fileserverd: --root $T/nonexistent-root: No such file or directory$" "$out"
+
+	# what is opened or looked up after the parse: file:line all the same
+	printf '[server]\nworkers = 1\nroot = %s\n' "$T/nonexistent-root" > "$T/late.conf"
+	out=$("$FSD" -t -c "$T/late.conf" 2>&1); rc=$?
+	check "-t missing root in the file exits 1" 1 "$rc"
+	check_match "-t missing root: file:line" \
+		"^$T/late\\.conf:3: root $T/nonexistent-root: No such file or directory$" "$out"
+	out=$("$FSD" -t -c "$T/late.conf" -r "$T/nonexistent-2" 2>&1)
+	check_match "-t root of the file overridden by --root: the option is named" \
+		"^fileserverd: --root $T/nonexistent-2: No such file or directory$" "$out"
+	printf '[server]\nroot = %s\n' "$D/hello.txt" > "$T/late.conf"
+	out=$("$FSD" -t -c "$T/late.conf" 2>&1)
+	check_match "-t root not a directory: file:line" \
+		"^$T/late\\.conf:2: root $D/hello\\.txt: Not a directory$" "$out"
+	printf '[server]\nroot = %s\n\ngroup = root\nssl_certificate_key = %s\n' "$D" "$T/k.pem" > "$T/late.conf"
+	out=$("$FSD" -t -c "$T/late.conf" 2>&1); rc=$?
+	check "-t group without user, key without certificate: exits 1" 1 "$rc"
+	check_match "-t group without user: file:line" \
+		"^$T/late\\.conf:4: group is set but user is not$" "$out"
+	check_match "-t key without certificate: file:line" \
+		"^$T/late\\.conf:5: ssl_certificate_key is set but ssl_certificate is not$" "$out"
 	"$FSD" -t -l "300.1.1.1:80" >/dev/null 2>&1; check "-t bad --listen exits 1" 1 "$?"
 	# mime_types a FIFO nobody writes to, or an endless device: refused
 	# at once, neither waited on nor read
@@ -43,7 +66,8 @@ checks() {
 		printf '[server]\nroot = %s\nmime_types = %s\n' "$D" "$f" > "$T/mt.conf"
 		out=$(timeout 10 "$FSD" -t -c "$T/mt.conf" 2>&1); rc=$?
 		check "-t mime_types $f exits 1" 1 "$rc"
-		check_match "-t mime_types $f: says why" "mime_types $f: not a regular file" "$out"
+		check_match "-t mime_types $f: file:line, says why" \
+			"^$T/mt\\.conf:3: mime_types $f: not a regular file$" "$out"
 	done
 
 	# an unknown async backend: refused up front, with -t and without,

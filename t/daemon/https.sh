@@ -533,7 +533,7 @@ conf_errors() {
 	check_match "ssl without certificate: file:line" \
 		"e\.conf:3: listen 127\.0\.0\.1:8443 ssl: ssl needs ssl_certificate and ssl_certificate_key" "$out"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/a.crt")
-	check_match "certificate without key" "e\.conf: ssl_certificate is set but ssl_certificate_key is not" "$out"
+	check_match "certificate without key: file:line" "e\.conf:4: ssl_certificate is set but ssl_certificate_key is not" "$out"
 	out=$(conf_t "listen = 127.0.0.1:8443 tls")
 	check_match "unknown listen flag: file:line" "e\.conf:3: listen: unknown flag in '127\.0\.0\.1:8443 tls'" "$out"
 	out=$(conf_t "listen = 127.0.0.1:8443 ssl" "ssl_certificate = $T/none.crt" "ssl_certificate_key = $T/a.key")
