@@ -12,10 +12,10 @@
 #   lighttpd  server.max-worker = 0 (one process), mod_dirlisting.
 #   fileserverd  -w 1 (listings are on by default).
 #
-#   peer_free_port                     print a free loopback port
+#   peer_free_port                     print a free port on PEER_ADDR
 #   peer_start NAME ROOT [PORT] [--] [EXTRA...]
 #       NAME is nginx, lighttpd or fileserverd. Starts it serving ROOT on
-#       127.0.0.1:PORT (free one if omitted), waits until it answers
+#       PEER_ADDR:PORT (free one if omitted), waits until it answers
 #       HTTP. Sets PEER_PORT[NAME], PEER_PID[NAME], PEER_URL[NAME],
 #       PEER_DIR[NAME]. For fileserverd, EXTRA is appended to its command
 #       line (e.g. -c FILE); FSD_CONF, if set, is passed as -c.
@@ -35,6 +35,8 @@
 # PEER_TLS="CERT KEY" (PEM files): nginx and fileserverd listen with
 # TLS (1.2 and 1.3, the same certificate) and PEER_URL is https://;
 # lighttpd is refused then (its TLS module is another package).
+# PEER_ADDR (127.0.0.1): the IPv4 address the servers listen on, e.g.
+# one end of a veth pair whose other end is in a network namespace.
 # PEER_NICE=N starts every server under `nice -n N` (all its threads):
 # on a shared machine, a negative N (as root) keeps other work from
 # taking the servers' CPU during a measurement; the same for each peer.
@@ -48,7 +50,7 @@ peer_free_port() {
 		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
 		# Nothing accepts a connection there: free as far as we can tell;
 		# peer_start retries if a bind still loses a race.
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		if ! (exec 3<>"/dev/tcp/${PEER_ADDR:-127.0.0.1}/$p") 2>/dev/null; then
 			echo "$p"
 			return 0
 		fi
@@ -96,7 +98,7 @@ http {
 	uwsgi_temp_path $1/tmp/uwsgi;
 	scgi_temp_path $1/tmp/scgi;
 	server {
-		listen 127.0.0.1:$3${PEER_TLS:+ ssl};
+		listen ${PEER_ADDR:-127.0.0.1}:$3${PEER_TLS:+ ssl};
 		${PEER_TLS:+ssl_certificate ${PEER_TLS% *}; ssl_certificate_key ${PEER_TLS#* };}
 		${PEER_TLS:+ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:1m;}
 		root $2;
@@ -118,7 +120,7 @@ _peer_conf_lighttpd() {   # DIR ROOT PORT
 	cat > "$1/lighttpd.conf" <<EOF
 server.modules = ( "mod_dirlisting" )
 server.document-root = "$2"
-server.bind = "127.0.0.1"
+server.bind = "${PEER_ADDR:-127.0.0.1}"
 server.port = $3
 server.pid-file = "$1/lighttpd.pid"
 server.errorlog = "$1/error.log"
@@ -180,7 +182,7 @@ peer_start() {
 				tls_listen=(-c "$dir/tls.conf")
 			fi
 			$_peer_nice "$bin" "${tls_listen[@]}" -r "$root" \
-				-l "127.0.0.1:$p${PEER_TLS:+ ssl}" -w 1 "$@" \
+				-l "${PEER_ADDR:-127.0.0.1}:$p${PEER_TLS:+ ssl}" -w 1 "$@" \
 				> "$dir/out" 2>&1 < /dev/null &
 			;;
 		esac
@@ -190,10 +192,10 @@ peer_start() {
 				wait "$pid" 2>/dev/null
 				break
 			fi
-			if curl -s -o /dev/null --max-time 2 "${tls_curl[@]}" "$scheme://127.0.0.1:$p/" 2>/dev/null; then
+			if curl -s -o /dev/null --max-time 2 "${tls_curl[@]}" "$scheme://${PEER_ADDR:-127.0.0.1}:$p/" 2>/dev/null; then
 				PEER_PID[$name]=$pid
 				PEER_PORT[$name]=$p
-				PEER_URL[$name]=$scheme://127.0.0.1:$p
+				PEER_URL[$name]=$scheme://${PEER_ADDR:-127.0.0.1}:$p
 				PEER_DIR[$name]=$dir
 				return 0
 			fi
