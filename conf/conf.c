@@ -423,6 +423,7 @@ int conf_validate(struct conf *c, conf_err_fn *err, void *arg)
 {
 	struct conf__load ld = { .c = c, .path = c->file ? c->file : "fileserverd",
 	                   .err = err, .arg = arg };
+	struct conf__load cmd = { .c = c, .path = "fileserverd", .err = err, .arg = arg };
 
 	if (!c->root || !*c->root)
 		conf__report(&ld, 0, "root: not set");
@@ -445,9 +446,10 @@ int conf_validate(struct conf *c, conf_err_fn *err, void *arg)
 	for (size_t i = 0; i < c->nallow && c->symlinks != CONF_LINKS_BENEATH; i++)
 		conf__report(&ld, c->allow[i].line, "allow: only used with symlinks = beneath "
 		             "(symlinks = %s)", conf__link_policies[c->symlinks]);
+	conf__check_listen(&ld, &cmd);
 	if (c->ndirs)
 		qsort(c->dirs, c->ndirs, sizeof *c->dirs, dir_cmp);
-	return ld.errors;
+	return ld.errors + cmd.errors;
 }
 
 static bool prefix_of(const char *dir, const char *path)

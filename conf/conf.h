@@ -47,7 +47,8 @@ struct conf_listen {
 	bool ssl;                     /**< "ssl" flag: TLS (ssl_certificate, ssl_certificate_key) */
 	bool status;                  /**< "status" flag: serves /metrics, /status, /healthz */
 	bool status_only;             /**< ... and nothing else (status_listen) */
-	int line;                     /**< where the file gives it (0: command line, default) */
+	int line;                     /**< where the file gives it (0: the command
+	                                   line, -1: the default address) */
 };
 
 /** Listing settings; [listing] gives the defaults, [dir "/x"] overrides. */

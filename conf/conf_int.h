@@ -75,6 +75,11 @@ char *conf__reader(char *str, int num, void *stream);
 int conf__seen_at(const struct conf__load *ld, const char *name);
 void conf__remember(struct conf__load *ld, const char *name);
 
+/* conf_listen.c: reports each listen or status_listen address that an
+ * earlier one keeps from being bound; through @cmd (its path the
+ * program's name) where neither has a line of the file. */
+void conf__check_listen(struct conf__load *ld, struct conf__load *cmd);
+
 /* conf_links.c: symlinks and allow trees. */
 extern const char *const conf__link_policies[4];
 void conf__allow_key(struct conf__load *ld, const char *v);

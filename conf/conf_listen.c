@@ -1,6 +1,6 @@
 /*
  * conf: listen addresses (ADDR:PORT, [IPV6]:PORT, PORT) and their
- * flags (ssl, status).
+ * flags (ssl, status), and the pairs of them that cannot both be bound.
  */
 #include "first.h"
 
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf/conf.h"
+#include "conf/conf_int.h"
 
 static int parse_port(const char *s, in_port_t *out)
 {
@@ -149,4 +149,72 @@ int conf_add_listen(struct conf *c, const char *text)
 int conf_add_status_listen(struct conf *c, const char *text)
 {
 	return add_listen(c, text, true);
+}
+
+/* Whether @a and @b cannot both be bound, one socket each (SO_REUSEADDR,
+ * IPV6_V6ONLY: daemon/priv.c): the same address and port, or a port
+ * taken on every address and on one of them. Port 0 takes a free port
+ * for each. *same: the very same address. */
+static bool listen_clash(const struct conf_listen *a, const struct conf_listen *b,
+                         bool *same)
+{
+	if (a->addr.ss_family != b->addr.ss_family)
+		return false;
+	if (a->addr.ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)&a->addr, *y = (const void *)&b->addr;
+		if (x->sin_port != y->sin_port || !x->sin_port)
+			return false;
+		*same = x->sin_addr.s_addr == y->sin_addr.s_addr;
+		return *same || x->sin_addr.s_addr == htonl(INADDR_ANY) ||
+		       y->sin_addr.s_addr == htonl(INADDR_ANY);
+	}
+	const struct sockaddr_in6 *x = (const void *)&a->addr, *y = (const void *)&b->addr;
+	if (x->sin6_port != y->sin6_port || !x->sin6_port)
+		return false;
+	*same = IN6_ARE_ADDR_EQUAL(&x->sin6_addr, &y->sin6_addr);
+	return *same || IN6_IS_ADDR_UNSPECIFIED(&x->sin6_addr) ||
+	       IN6_IS_ADDR_UNSPECIFIED(&y->sin6_addr);
+}
+
+/* How a message names @l: its key and line, or where it came from. */
+static void listen_origin(const struct conf_listen *l, char *out, size_t n)
+{
+	if (l->line > 0)
+		snprintf(out, n, "%s at line %d", l->status_only ? "status_listen" : "listen",
+		         l->line);
+	else
+		snprintf(out, n, "%s", l->line < 0 ? "the default listen" : "--listen");
+}
+
+void conf__check_listen(struct conf__load *ld, struct conf__load *cmd)
+{
+	const struct conf *c = ld->c;
+
+	for (size_t j = 1; j < c->nlisten; j++)
+		for (size_t i = 0; i < j; i++) {
+			const struct conf_listen *a = &c->listen[i], *b = &c->listen[j];
+			char key[64], other[64];
+			bool same;
+
+			if (!listen_clash(a, b, &same))
+				continue;
+			/* at the later one's line if it has one, else the other's */
+			if (b->line <= 0 && a->line > 0) {
+				a = b;
+				b = &c->listen[i];
+			}
+			listen_origin(a, other, sizeof other);
+			if (b->line > 0)
+				snprintf(key, sizeof key, "%s", b->status_only ? "status_listen" : "listen");
+			else
+				snprintf(key, sizeof key, "%s", b->line < 0 ? "default listen" : "--listen");
+			if (same)
+				conf__report(b->line > 0 ? ld : cmd, b->line, "%s %s: the same "
+				             "address as %s", key, b->text, other);
+			else
+				conf__report(b->line > 0 ? ld : cmd, b->line, "%s %s: the same port "
+				             "as %s (%s), one of them on every address", key, b->text,
+				             other, a->text);
+			break;
+		}
 }

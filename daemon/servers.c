@@ -16,10 +16,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fibril/lookup.h>
@@ -95,9 +99,71 @@ static int srv_conf(struct conf *c, const struct fsd_args *a, bool reload)
 	size_t served = 0;
 	for (size_t i = 0; i < c->nlisten; i++)
 		served += !c->listen[i].status_only;
-	if (!served && conf_add_listen(c, "127.0.0.1:8080") < 0)
-		return -1;
+	if (!served) {
+		if (conf_add_listen(c, "127.0.0.1:8080") < 0)
+			return -1;
+		c->listen[c->nlisten - 1].line = -1;
+	}
 	return errors + conf_validate(c, srv_err, arg);
+}
+
+/* A log is made in its directory when it is opened (log_open.c, after
+ * the sockets are bound); -t says now whether there is one. Only a
+ * missing directory (or a file in its place) is reported: one that the
+ * user running -t may not search may still be root's to open. Returns
+ * the number of errors. */
+static int srv_log_dir(const struct conf *c, const char *key, const char *path,
+                       int line)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	char dir[PATH_MAX];
+	struct stat st;
+	int err;
+
+	if (!slash || !strcmp(path, "-"))
+		return 0;
+	snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &st) == 0)
+		err = S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	else
+		err = errno;
+	if (err != ENOENT && err != ENOTDIR)
+		return 0;
+	srv_report(false, "%s:%d: %s %s: directory %s: %s", c->file ? c->file : "fileserverd",
+	           line, key, path, dir, strerror(err));
+	return 1;
+}
+
+/* What start-up would refuse only after binding the sockets: a user or
+ * group that does not exist, a log without a directory. Not at a reload,
+ * which keeps the user and the logs it cannot open. */
+static int srv_check_start(const struct conf *c)
+{
+	int errors = 0;
+
+	if (c->user) {
+		errno = 0;
+		if (!getpwnam(c->user)) {
+			srv_report(false, "%s:%d: user %s: %s", c->file ? c->file : "fileserverd",
+			           c->user_line, c->user,
+			           errno && errno != ENOENT && errno != ESRCH ?
+			           strerror(errno) : "no such user");
+			errors++;
+		}
+	}
+	if (c->group) {
+		errno = 0;
+		if (!getgrnam(c->group)) {
+			srv_report(false, "%s:%d: group %s: %s", c->file ? c->file : "fileserverd",
+			           c->group_line, c->group,
+			           errno && errno != ENOENT && errno != ESRCH ?
+			           strerror(errno) : "no such group");
+			errors++;
+		}
+	}
+	errors += srv_log_dir(c, "error_log", c->error_log, c->error_log_line);
+	errors += srv_log_dir(c, "access_log", c->access_log, c->access_log_line);
+	return errors;
 }
 
 struct fsd_server *fsd_server_new(const struct fsd_args *a, bool reload,
@@ -116,6 +182,8 @@ struct fsd_server *fsd_server_new(const struct fsd_args *a, bool reload,
 	*errors = srv_conf(c, a, reload);
 	if (*errors < 0)
 		goto fail;
+	if (!reload)
+		*errors += srv_check_start(c);
 	/* Keys are usually readable by root only: read while we are, or
 	 * at a reload through the root helper (priv.h). */
 	*errors += fsd_tls_load(s, srv_err, reload ? c : NULL);

@@ -673,6 +673,47 @@ START_TEST(section_headers)
 }
 END_TEST
 
+/* Addresses one socket each cannot both be bound: refused with both
+ * lines, before any bind is tried. */
+START_TEST(listen_clashes)
+{
+	struct conf c;
+
+	ck_assert_int_eq(load(&c, "[server]\n"                         /* 1 */
+	                          "listen = 127.0.0.1:8080\n"          /* 2 */
+	                          "listen = 8081\n"                    /* 3 */
+	                          "listen = 127.0.0.1:8080 status\n"   /* 4 */
+	                          "listen = 127.0.0.1:8081\n"          /* 5 */
+	                          "listen = [::1]:8080\n"              /* 6 */
+	                          "status_listen = [::]:8080\n"        /* 7 */
+	                          "listen = *:8081\n"), 4);            /* 8 */
+	expect_msg(0, 4, "listen 127.0.0.1:8080: the same address as listen at line 2");
+	expect_msg(1, 5, "listen 127.0.0.1:8081: the same port as listen at line 3 (8081), "
+	              "one of them on every address");
+	expect_msg(2, 7, "status_listen [::]:8080: the same port as listen at line 6 ([::1]:8080)");
+	expect_msg(3, 8, "listen *:8081: the same address as listen at line 3");
+	conf_free(&c);
+
+	/* IPv6 sockets are IPV6_V6ONLY; port 0 takes a free port for each */
+	ck_assert_int_eq(load(&c, "[server]\nlisten = 8080\nlisten = [::]:8080\n"
+	                          "listen = 127.0.0.1:0\nlisten = 127.0.0.1:0\n"
+	                          "listen = 127.0.0.2:8080\n"), 1);
+	expect_msg(0, 6, "the same port as listen at line 2 (8080)");
+	conf_free(&c);
+
+	/* from the command line: no line of the file to name */
+	nmsgs = 0;
+	ck_assert_int_eq(conf_init(&c), 0);
+	ck_assert_int_eq(conf_add_listen(&c, "127.0.0.1:9"), 0);
+	ck_assert_int_eq(conf_add_listen(&c, "127.0.0.1:9 ssl"), 0);
+	c.ssl_certificate = strdup("/c");
+	c.ssl_certificate_key = strdup("/k");
+	ck_assert_int_eq(conf_validate(&c, collect, NULL), 1);
+	ck_assert_str_eq(msgs[0], "fileserverd: --listen 127.0.0.1:9: the same address as --listen");
+	conf_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -696,6 +737,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, etag_kinds);
 	tcase_add_test(tc, keys_given_twice);
 	tcase_add_test(tc, section_headers);
+	tcase_add_test(tc, listen_clashes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -59,6 +59,49 @@ checks() {
 	check_match "-t key without certificate: file:line" \
 		"^$T/late\\.conf:5: ssl_certificate_key is set but ssl_certificate is not$" "$out"
 	"$FSD" -t -l "300.1.1.1:80" >/dev/null 2>&1; check "-t bad --listen exits 1" 1 "$?"
+
+	# what start-up would refuse once the sockets are bound, -t refuses
+	# without binding any
+	local p1
+	p1=$(free_port)
+	printf '[server]\nroot = %s\nlisten = 127.0.0.1:%s\nlisten = 127.0.0.1:%s ssl\n' \
+		"$D" "$p1" "$p1" > "$T/late.conf"
+	out=$("$FSD" -t -c "$T/late.conf" 2>&1); rc=$?
+	check "-t the same listen address twice exits 1" 1 "$rc"
+	check_match "-t the same listen address twice: both lines" \
+		"^$T/late\\.conf:4: listen 127\\.0\\.0\\.1:$p1: the same address as listen at line 3$" "$out"
+	out=$(timeout 10 "$FSD" -c "$T/late.conf" 2>&1); rc=$?
+	check "start: the same listen address twice exits 1" 1 "$rc"
+	check_match "start: the same address, not 'in use by another process'" \
+		"^$T/late\\.conf:4: listen 127\\.0\\.0\\.1:$p1: the same address as listen at line 3$" "$out"
+	printf '[server]\nroot = %s\nlisten = 127.0.0.1:%s\nlisten = *:%s\n' "$D" "$p1" "$p1" > "$T/late.conf"
+	out=$("$FSD" -t -c "$T/late.conf" 2>&1)
+	check_match "-t a port on every address and on one" \
+		"^$T/late\\.conf:4: listen \\*:$p1: the same port as listen at line 3 \\(127\\.0\\.0\\.1:$p1\\)" "$out"
+	python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$p1" &
+	local holder=$!
+	sleep 0.5
+	out=$("$FSD" -t -r "$D" -l "127.0.0.1:$p1" 2>&1); rc=$?
+	check "-t binds no socket: an address in use is still valid" 0 "$rc"
+	kill "$holder"; wait "$holder" 2>/dev/null
+
+	printf '[server]\nroot = %s\nuser = fsd-no-such-user\ngroup = fsd-no-such-group\n\nerror_log = %s\naccess_log = %s\n' \
+		"$D" "$T/no-dir/error.log" "$D/hello.txt/access.log" > "$T/late.conf"
+	out=$("$FSD" -t -c "$T/late.conf" 2>&1); rc=$?
+	check "-t unknown user and group, logs without a directory: exits 1" 1 "$rc"
+	check_match "-t unknown user: file:line" \
+		"^$T/late\\.conf:3: user fsd-no-such-user: no such user$" "$out"
+	check_match "-t unknown group: file:line" \
+		"^$T/late\\.conf:4: group fsd-no-such-group: no such group$" "$out"
+	check_match "-t error_log without a directory: file:line" \
+		"^$T/late\\.conf:6: error_log $T/no-dir/error\\.log: directory $T/no-dir: No such file or directory$" "$out"
+	check_match "-t access_log under a file: file:line" \
+		"^$T/late\\.conf:7: access_log $D/hello\\.txt/access\\.log: directory $D/hello\\.txt: Not a directory$" "$out"
+	check "-t made no log" "" "$(ls "$T/no-dir" 2>/dev/null)"
+	printf '[server]\nroot = %s\nerror_log = %s\n' "$D" "$T/e-t.log" > "$T/late.conf"
+	"$FSD" -t -c "$T/late.conf" >/dev/null 2>&1
+	check "-t a log in an existing directory: valid" 0 "$?"
+	check "-t a log in an existing directory: not made" no "$([ -e "$T/e-t.log" ] && echo yes || echo no)"
 	# mime_types a FIFO nobody writes to, or an endless device: refused
 	# at once, neither waited on nor read
 	mkfifo "$T/types.fifo"
