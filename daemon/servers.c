@@ -134,6 +134,20 @@ static int srv_log_dir(const struct conf *c, const char *key, const char *path,
 	return 1;
 }
 
+/* One `user` or `group` line whose name @found nothing (errno set by
+ * the lookup, 0 or ENOENT/ESRCH for a name that is not there). */
+static int srv_no_id(const struct conf *c, const char *key, const char *name,
+                     int line, bool found)
+{
+	if (found)
+		return 0;
+	srv_report(false, "%s:%d: %s %s: %s%s", c->file ? c->file : "fileserverd", line,
+	           key, name, errno && errno != ENOENT && errno != ESRCH ?
+	           strerror(errno) : "no such ", errno && errno != ENOENT &&
+	           errno != ESRCH ? "" : key);
+	return 1;
+}
+
 /* What start-up would refuse only after binding the sockets: a user or
  * group that does not exist, a log without a directory. Not at a reload,
  * which keeps the user and the logs it cannot open. */
@@ -143,23 +157,11 @@ static int srv_check_start(const struct conf *c)
 
 	if (c->user) {
 		errno = 0;
-		if (!getpwnam(c->user)) {
-			srv_report(false, "%s:%d: user %s: %s", c->file ? c->file : "fileserverd",
-			           c->user_line, c->user,
-			           errno && errno != ENOENT && errno != ESRCH ?
-			           strerror(errno) : "no such user");
-			errors++;
-		}
+		errors += srv_no_id(c, "user", c->user, c->user_line, getpwnam(c->user));
 	}
 	if (c->group) {
 		errno = 0;
-		if (!getgrnam(c->group)) {
-			srv_report(false, "%s:%d: group %s: %s", c->file ? c->file : "fileserverd",
-			           c->group_line, c->group,
-			           errno && errno != ENOENT && errno != ESRCH ?
-			           strerror(errno) : "no such group");
-			errors++;
-		}
+		errors += srv_no_id(c, "group", c->group, c->group_line, getgrnam(c->group));
 	}
 	errors += srv_log_dir(c, "error_log", c->error_log, c->error_log_line);
 	errors += srv_log_dir(c, "access_log", c->access_log, c->access_log_line);
