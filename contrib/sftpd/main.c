@@ -211,6 +211,34 @@ static int sftpd__user(struct sftpd *srv, const char *user)
 	return 0;
 }
 
+/* The loop, the engine on it, the connection and bulk machinery, the
+ * timeline and the signals: 0, or the exit status (said on stderr). */
+static int sftpd__start(struct sftpd *srv, async_engine_t **e)
+{
+	srv->conns = talloc_new(srv);
+	srv->ev = tevent_context_init(srv);
+	if (!srv->ev || async_engine_create(NULL, e) < 0 ||
+	    ftev_attach(srv->ev, *e, &srv->ft) < 0) {
+		fprintf(stderr, "fsd-sftp: cannot start the event loop or the engine\n");
+		return 1;
+	}
+	if (sftpd_conns_init(srv) < 0 || sftpd_bulk_init(srv) < 0) {
+		fprintf(stderr, "fsd-sftp: cannot start the event loop: %s\n",
+		        strerror(errno));
+		return 1;
+	}
+	if (sftpd_tl_start(srv->ev) < 0) {
+		fprintf(stderr, "fsd-sftp: FSD_SFTP_TIMELINE: %s\n", strerror(errno));
+		return 1;
+	}
+	tevent_add_signal(srv->ev, srv, SIGTERM, 0, sftpd__on_signal, srv);
+	tevent_add_signal(srv->ev, srv, SIGINT, 0, sftpd__on_signal, srv);
+	tevent_add_signal(srv->ev, srv, SIGUSR1, 0, sftpd__on_usr1, srv);
+	if (sftpd_tl_on)
+		tevent_add_signal(srv->ev, srv, SIGUSR2, 0, sftpd__on_usr2, srv);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *root = ".", *user = NULL;
@@ -251,28 +279,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fsd-sftp: -r %s: %s\n", root, strerror(-rc));
 		return 1;
 	}
-	srv->conns = talloc_new(srv);
-	srv->ev = tevent_context_init(srv);
 	async_engine_t *e = NULL;
-	if (!srv->ev || async_engine_create(NULL, &e) < 0 ||
-	    ftev_attach(srv->ev, e, &srv->ft) < 0) {
-		fprintf(stderr, "fsd-sftp: cannot start the event loop or the engine\n");
-		return 1;
-	}
-	if (sftpd_conns_init(srv) < 0 || sftpd_bulk_init(srv) < 0) {
-		fprintf(stderr, "fsd-sftp: cannot start the event loop: %s\n",
-		        strerror(errno));
-		return 1;
-	}
-	if (sftpd_tl_start(srv->ev) < 0) {
-		fprintf(stderr, "fsd-sftp: FSD_SFTP_TIMELINE: %s\n", strerror(errno));
-		return 1;
-	}
-	tevent_add_signal(srv->ev, srv, SIGTERM, 0, sftpd__on_signal, srv);
-	tevent_add_signal(srv->ev, srv, SIGINT, 0, sftpd__on_signal, srv);
-	tevent_add_signal(srv->ev, srv, SIGUSR1, 0, sftpd__on_usr1, srv);
-	if (sftpd_tl_on)
-		tevent_add_signal(srv->ev, srv, SIGUSR2, 0, sftpd__on_usr2, srv);
+	if ((rc = sftpd__start(srv, &e)) != 0)
+		return rc;
 	int status = 0;
 	for (int i = 0; i < nlisten; i++)
 		if (sftpd__listen(srv, listen_on[i]) < 0)
