@@ -67,7 +67,7 @@ struct priv_reply {
 	char msg[2][LO_MSG];
 };
 
-#define PRIV_OPEN_FLAGS (O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY | O_NOCTTY | O_NONBLOCK)
+#define PRIV_OPEN_FLAGS (O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
 
 struct priv_state {
 	const char *config;     /* absolute, or NULL */
@@ -128,14 +128,17 @@ struct priv_find {
 	bool found;
 };
 
+/* Only the files the daemon reads through the helper: the TLS
+ * certificate and key. Any other value of the file (a log, the MIME
+ * table, the root) is not for the service user to read as root. */
 static int priv_find_value(void *user, const char *section, const char *name,
                            const char *value)
 {
 	struct priv_find *f = user;
 
-	(void)section;
-	(void)name;
-	if (!strcmp(value, f->want))
+	if (!strcmp(section, "server") &&
+	    (!strcmp(name, "ssl_certificate") || !strcmp(name, "ssl_certificate_key")) &&
+	    !strcmp(value, f->want))
 		f->found = true;
 	return 1;
 }
@@ -154,7 +157,7 @@ static int priv_open(const struct priv_state *ps, const struct priv_req *rq,
 	if (ps->config)
 		ini_parse(ps->config, priv_find_value, &f);
 	if (!f.found) {
-		snprintf(msg, LO_MSG, "not named in the configuration file");
+		snprintf(msg, LO_MSG, "not named by ssl_certificate or ssl_certificate_key");
 		return -EPERM;
 	}
 	/* Non-blocking: a FIFO or a device put there must not hang us. The
@@ -163,8 +166,7 @@ static int priv_open(const struct priv_state *ps, const struct priv_req *rq,
 	fd = lo_open_read(rq->arg, rq->flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, msg);
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) ||
-	    ((rq->flags & O_DIRECTORY) && S_ISDIR(st.st_mode)))) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		bool dir = S_ISDIR(st.st_mode);
 		snprintf(msg, LO_MSG, dir ? "is a directory" : "not a regular file");
 		close(fd);

@@ -59,7 +59,8 @@ static void write_conf(const char *named)
 	char text[1024];
 
 	snprintf(text, sizeof text, "[server]\nuser = nobody\nlisten = 127.0.0.1:%d\n"
-	         "mime_types = %s\nroot = %s\n", low, named, fifo);
+	         "ssl_certificate = %s\nssl_certificate_key = %s\nroot = %s\n"
+	         "mime_types = %s\n", low, named, fifo, dir, other);
 	ck_assert_int_eq(write_file(cfg, text, 0644), 0);
 }
 
@@ -206,7 +207,7 @@ START_TEST(says_why)
 	ck_assert_ptr_nonnull(pw);
 	start_helper();
 	ck_assert_int_eq(fsd_priv_open(other, O_RDONLY, why), -EPERM);
-	ck_assert_str_eq(why, "not named in the configuration file");
+	ck_assert_str_eq(why, "not named by ssl_certificate or ssl_certificate_key");
 	write_conf(dir);
 	ck_assert_int_eq(fsd_priv_open(dir, O_RDONLY, why), -EISDIR);
 	ck_assert_str_eq(why, "is a directory");
