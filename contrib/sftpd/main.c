@@ -231,11 +231,17 @@ static int sftpd__start(struct sftpd *srv, async_engine_t **e)
 		fprintf(stderr, "fsd-sftp: FSD_SFTP_TIMELINE: %s\n", strerror(errno));
 		return 1;
 	}
+	/* (SIGHUP too: a hang-up ends the connections as cleanly as a
+	 * stop; SIGUSR2 means nothing without a timeline, and must not
+	 * kill the server) */
 	tevent_add_signal(srv->ev, srv, SIGTERM, 0, sftpd__on_signal, srv);
 	tevent_add_signal(srv->ev, srv, SIGINT, 0, sftpd__on_signal, srv);
+	tevent_add_signal(srv->ev, srv, SIGHUP, 0, sftpd__on_signal, srv);
 	tevent_add_signal(srv->ev, srv, SIGUSR1, 0, sftpd__on_usr1, srv);
 	if (sftpd_tl_on)
 		tevent_add_signal(srv->ev, srv, SIGUSR2, 0, sftpd__on_usr2, srv);
+	else
+		signal(SIGUSR2, SIG_IGN);
 	return 0;
 }
 

@@ -59,14 +59,15 @@ sftpd_stats() {
 	grep 'stats:' "$T/sftpd.log" | tail -n 1 | sed 's/.*stats: //'
 }
 
-# stop_sftpd: SIGTERM, then a clean exit and no sanitizer report.
+# stop_sftpd [SIGNAL]: SIGTERM (or SIGNAL, e.g. HUP), then a clean exit
+# and no sanitizer report.
 stop_sftpd() {
-	local rc
-	kill -TERM "$SPID"
+	local rc sig=${1:-TERM}
+	kill -"$sig" "$SPID"
 	wait "$SPID"
 	rc=$?
 	SPID=
-	check "fsd-sftp exits 0 on SIGTERM" 0 "$rc"
+	check "fsd-sftp exits 0 on SIG$sig" 0 "$rc"
 	if grep -q 'Sanitizer\|runtime error' "$T/sftpd.log"; then
 		not_ok "sanitizer report:"
 		cat "$T/sftpd.log"

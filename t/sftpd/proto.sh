@@ -25,6 +25,13 @@ for backend in uring threads; do
 	FIBRIL_BACKEND=$backend start_sftpd "$R"
 	python3 "$SFTPC" proto "$SPORT" "$R" || fails=$((fails + 1))
 	SFTPD_ROOT=$R python3 "$SFTPC" ahead "$SPORT" /many || fails=$((fails + 1))
-	stop_sftpd
+	# SIGUSR2 without a timeline is ignored, not fatal
+	kill -USR2 "$SPID"
+	if python3 "$SFTPC" proto "$SPORT" "$R" >/dev/null; then
+		ok "fsd-sftp still serves after SIGUSR2"
+	else
+		not_ok "fsd-sftp still serves after SIGUSR2"
+	fi
+	if [ "$backend" = uring ]; then stop_sftpd; else stop_sftpd HUP; fi
 done
 finish
