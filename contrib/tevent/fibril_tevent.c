@@ -316,16 +316,31 @@ static void ftev__open_cb(void *arg, int res, const struct lk_file *f)
 	ftev__opened(op, res);
 }
 
+/* Takes the file of the finished lookup @l into @op: 0, or -ELOOP for
+ * a stat or readlink whose walk stopped at a symlink
+ * (LK_LOOKUP_STOP_SYMLINK), as lk_stat() answers: the file open then is
+ * the link's, not the path's. A lookup hands the stop to its caller. */
+static int ftev__took(struct ftev__op *op, struct lk_lookup *l)
+{
+	bool stop = l->stopped && op->kind != X__OPEN;
+
+	op->f = l->file;
+	l->file.fd = -1;
+	lk_lookup_release(l);
+	if (!stop)
+		return 0;
+	close(op->f.fd);        /* (O_PATH: reaches no file system) */
+	op->f.fd = -1;
+	return -ELOOP;
+}
+
 static void ftev__lookup_cb(void *arg, int res, struct lk_lookup *l)
 {
 	struct ftev__op *op = arg;
 
 	op->lkop = NULL;
-	if (res == 0) {
-		op->f = l->file;
-		l->file.fd = -1;
-		lk_lookup_release(l);
-	}
+	if (res == 0)
+		res = ftev__took(op, l);
 	ftev__opened(op, res);
 }
 
@@ -420,11 +435,8 @@ static struct tevent_req *ftev__open_any(TALLOC_CTX *mem, struct ftev *ft,
 		lo.oflags = oflags;
 		rc = lk_lookup_start(r, path, &lo, &op->lk, ftev__lookup_cb, op,
 		                     &op->lkop);
-		if (rc == 0) {
-			op->f = op->lk.file;
-			op->lk.file.fd = -1;
-			lk_lookup_release(&op->lk);
-		}
+		if (rc == 0)
+			rc = ftev__took(op, &op->lk);
 	} else {
 		rc = lk_open_start(r, path, oflags, g, &op->f, ftev__open_cb, op,
 		                   &op->lkop);

@@ -211,6 +211,62 @@ START_TEST(stat_lstat_readlink)
 }
 END_TEST
 
+/* ftev_stat_recv/ftev_readlink_recv of a request with
+ * LK_LOOKUP_STOP_SYMLINK, for @path (@flags: FTEV_NOFOLLOW) */
+static int stat_stopping(const char *path, unsigned flags, struct statx *stx)
+{
+	const struct lk_lookup_opts o = { .flags = LK_LOOKUP_STOP_SYMLINK };
+	int done = 0;
+	struct tevent_req *req = ftev_stat_send(NULL, ft, lroot, path, flags, &o);
+
+	tevent_req_set_callback(req, on_done, &done);
+	loop_until(&done);
+	int r = ftev_stat_recv(req, stx);
+	talloc_free(req);
+	return r;
+}
+
+static int readlink_stopping(const char *path, TALLOC_CTX *mem, char **target)
+{
+	const struct lk_lookup_opts o = { .flags = LK_LOOKUP_STOP_SYMLINK };
+	int done = 0;
+	struct tevent_req *req = ftev_readlink_send(mem, ft, lroot, path, &o);
+
+	tevent_req_set_callback(req, on_done, &done);
+	loop_until(&done);
+	return ftev_readlink_recv(req, mem, target);
+}
+
+/* A stat or readlink that stops at a symlink fails as lk_stat() does;
+ * only the link named last, asked for itself, is answered. */
+START_TEST(stop_at_symlink)
+{
+	struct statx stx;
+	char *target = NULL;
+	TALLOC_CTX *mem = talloc_new(NULL);
+
+	ck_assert_int_eq(stat_stopping("here/a.txt", 0, &stx), -ELOOP);
+	ck_assert_int_eq(stat_stopping("here/a.txt", FTEV_NOFOLLOW, &stx), -ELOOP);
+	ck_assert_int_eq(stat_stopping("link", 0, &stx), -ELOOP);
+	ck_assert_int_eq(stat_stopping("link", FTEV_NOFOLLOW, &stx), 0);
+	ck_assert(S_ISLNK(stx.stx_mode));
+	ck_assert_int_eq(stat_stopping("a.txt", 0, &stx), 0);
+	ck_assert(S_ISREG(stx.stx_mode));
+	ck_assert_int_eq(readlink_stopping("here/link", mem, &target), -ELOOP);
+	ck_assert_int_eq(readlink_stopping("link", mem, &target), 0);
+	ck_assert_str_eq(target, "a.txt");
+	/* without the flag, the walk follows */
+	int done = 0;
+	struct tevent_req *req = ftev_stat_send(mem, ft, lroot, "here/a.txt", 0, NULL);
+	tevent_req_set_callback(req, on_done, &done);
+	loop_until(&done);
+	ck_assert_int_eq(ftev_stat_recv(req, &stx), 0);
+	ck_assert_uint_eq(stx.stx_size, 5);
+	talloc_free(mem);
+	drain();
+}
+END_TEST
+
 START_TEST(pread_and_fstat)
 {
 	int done = 0, fd = openat(lk_root_fd(lroot), "a.txt", O_RDONLY);
@@ -281,9 +337,9 @@ static size_t scan_all(lk_root_t *r, const char *dir, TALLOC_CTX *mem)
 START_TEST(scan_batches)
 {
 	TALLOC_CTX *mem = talloc_new(NULL);
-	/* 1200 files + a.txt, link, esc */
+	/* 1200 files; then many, a.txt, link, esc, here */
 	ck_assert_uint_eq(scan_all(lroot, "many", mem), 1200);
-	ck_assert_uint_eq(scan_all(lroot, ".", mem), 4);
+	ck_assert_uint_eq(scan_all(lroot, ".", mem), 5);
 	struct ftev_scan *s;
 	ck_assert_int_eq(ftev_scan_open(mem, ft, lroot, "missing", NULL, &s), -ENOENT);
 	talloc_free(mem);
@@ -532,6 +588,8 @@ static int before(void)
 	int ok = symlink("a.txt", p) == 0;
 	snprintf(p, sizeof(p), "%s/esc", local);
 	ok = ok && symlink("/etc/passwd", p) == 0;
+	snprintf(p, sizeof(p), "%s/here", local);
+	ok = ok && symlink(".", p) == 0;
 	if (!ok) {
 		mnt[0] = 0;
 		unmount();
@@ -560,6 +618,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, open_errors);
 	tcase_add_test(tc, open_not_received_closes);
 	tcase_add_test(tc, stat_lstat_readlink);
+	tcase_add_test(tc, stop_at_symlink);
 	tcase_add_test(tc, pread_and_fstat);
 	tcase_add_test(tc, scan_batches);
 	suite_add_tcase(s, tc);
