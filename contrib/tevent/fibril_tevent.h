@@ -17,8 +17,10 @@
  * Rules common to every request:
  *  - A result never reaches the caller's callback from inside _send: an
  *    operation that finishes at once (a cached open) is posted
- *    (tevent_req_post), and completions reaped from the engine are
- *    deferred (tevent_req_defer_callback), so callbacks never run inside
+ *    (tevent_req_post), and completions reaped from the engine go to the
+ *    ftev's queue of ready requests, finished in completion order in the
+ *    same tevent handler once async_engine_process() (and the fibril
+ *    scheduler) have returned, so callbacks never run inside
  *    async_engine_process().
  *  - talloc_free() of the request before it completes cancels the
  *    operation; tevent_req_cancel() cancels it and the request then fails

@@ -1,7 +1,7 @@
 /*
  * libfibril: asynchronous system calls on io_uring, with a thread-pool
- * fallback: submit a call, go on, wait for it later (docs/DESIGN.md,
- * "The async contract").
+ * fallback: submit a call, go on, wait for it later (libfibril(3),
+ * "Asynchronous system calls").
  *
  * Threading: an engine belongs to the thread that created it; that
  * thread's async_submit()/wait_for_async()/async_cancel() use it. Call
@@ -60,7 +60,8 @@ enum async_call {
  * background pool with ASYNC_F_BACKGROUND) concurrently with the
  * submitter, who reads what fn wrote only after the completion. It runs
  * synchronously on the caller's thread with ASYNC_F_SYNC, at the
- * parallelism limit, or when no pool thread can be made. fn must not
+ * parallelism limit (not with queue_at_limit), or when no pool thread
+ * can be made. fn must not
  * use the submitter's engine or fibrils, and should not block for long.
  * async_cancel() drops a call that has not started (-ECANCELED, fn
  * never runs); a running fn is not interrupted, and
@@ -81,7 +82,8 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
 #define ASYNC_F_SYNC    0x1UL  /**< run it synchronously now (returns 0) */
 /** Skip the inline fast paths (RESOLVE_CACHED open, RWF_NOWAIT read,
  *  fstat of an fd, close) and hand the call to a backend; it still runs
- *  synchronously at the parallelism limit. For tests, and for callers
+ *  synchronously at the parallelism limit (not with queue_at_limit).
+ *  For tests, and for callers
  *  that know the call will block. */
 #define ASYNC_F_NOINLINE 0x2UL
 /** Background work: the call runs on the engine's background threads
@@ -100,14 +102,22 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
 /**
  * Submits @call with @args.
  * Returns < 0: -errno, nothing was submitted (-ENOSYS unknown call,
- *   -ENXIO no engine on this thread, -EINVAL bad flags).
+ *   -ENXIO no engine on this thread, -EINVAL bad flags, -EFAULT a NULL
+ *   @result, or NULL @args for a call that takes arguments, -ENOMEM no
+ *   operation could be allocated under queue_at_limit).
  * Returns 0: completed synchronously; *result holds its return value
  *   (>= 0 or -errno). The cached fast path: an openat2 that the kernel
  *   resolves from the dcache (RESOLVE_CACHED) never leaves this call.
+ *   That try is made for any O_PATH open, and for other opens only with
+ *   a relative path from a dirfd known to be on a local file system,
+ *   with RESOLVE_NO_XDEV added; never with O_CREAT, O_TRUNC or
+ *   O_TMPFILE, with a size other than sizeof(struct open_how), or for a
+ *   lookup made with a credential handle (lookup.h).
  * Returns > 0: pending; the value is a cookie, also stored in *result
  *   until completion overwrites *result with the call's return value.
  * When the number in flight reaches the engine's parallelism limit, the
- * call runs synchronously and 0 is returned.
+ * call runs synchronously and 0 is returned, unless the engine has
+ * queue_at_limit.
  * Completion is attributed to the submitter: the running fibril, or the
  * thread when called outside a fibril.
  */
@@ -118,7 +128,7 @@ FIBRIL_API long async_submit(unsigned long flags, long *result, long call,
  * Like async_submit(), and when it returns > 0, cb(arg, res) runs once
  * from async_engine_process() after *result was written. It never runs
  * from inside this call and never after a return <= 0. For event loops
- * that are not fibrils (embedders).
+ * that are not fibrils (embedders). -EINVAL for a NULL @cb.
  * Such a call belongs to no submitter: async_outstanding() and
  * wait_for_async(0) ignore it; wait_for_async(cookie) and async_cancel()
  * work until its callback has run (async_engine_destroy() runs pending
@@ -138,7 +148,8 @@ FIBRIL_API long async_submit_cb(unsigned long flags, long *result, long call,
  * A completed call stays reapable (like a zombie process) until a wait
  * for it or wait_for_async(0) by its submitter; -EBUSY if another wait
  * is already waiting on that cookie. Outside fibrils, -EDEADLK when
- * nothing is in flight that could ever complete the wait.
+ * nothing is in flight that could ever complete the wait. -ENXIO without
+ * an engine on this thread, -EINVAL for a negative @cookie.
  */
 FIBRIL_API long wait_for_async(long cookie);
 
@@ -178,7 +189,7 @@ struct async_engine_opts {
 	unsigned iowq_bounded;    /**< io-wq bounded workers (default 64; like
 	                               every field here, 0 takes the default,
 	                               not the kernel's bound of 4 x CPUs:
-	                               docs/DESIGN.md, "io-wq worker limits") */
+	                               libfibril(3)) */
 	unsigned iowq_unbounded;  /**< io-wq unbounded workers (default 0 = kernel default) */
 	unsigned pool_threads;    /**< thread-pool size (default 16) */
 	/** Receives one line at start naming the backend, and warnings.
@@ -192,8 +203,10 @@ struct async_engine_opts {
 	 *  pool's queue instead (pending, cancellable there), and a call for
 	 *  which no operation can be allocated fails with -ENOMEM. For a
 	 *  thread that serves others while a call hangs (a dead network
-	 *  mount): run synchronously, one call would stop them all. Zero
-	 *  keeps the synchronous fallback of async_submit(). */
+	 *  mount): run synchronously, one call would stop them all. A pool
+	 *  that cannot start a single thread still runs its queued calls on
+	 *  this thread, and ASYNC_F_SYNC still runs here. Zero keeps the
+	 *  synchronous fallback of async_submit(). */
 	unsigned queue_at_limit;
 };
 
@@ -203,6 +216,8 @@ struct async_engine_opts {
  * FIBRIL_BACKEND environment variable, then io_uring if io_uring_setup
  * works, else threads (EPERM, ENOSYS, EINVAL fall back). Logs the
  * backend in use once. Credentials are captured now (see top).
+ * Returns 0 and *out, -EBUSY if this thread already has an engine,
+ * -EINVAL for an unknown backend name (or a NULL @out), or -errno.
  */
 FIBRIL_API int async_engine_create(const struct async_engine_opts *opts,
                                    async_engine_t **out);
@@ -247,8 +262,10 @@ enum async_backend_id {
  * is counted under the backend it was meant for (io_uring when the
  * engine has a ring that runs that call and it is not a background
  * call, else the pool); a pending one under the backend that took it.
- * The engine's own calls (directory read-ahead, closes) are not
- * counted, except in depth.
+ * The engine's own calls (directory read-ahead, closes handed off) are
+ * not counted in submitted, sync, sync_inline or async; the closes
+ * count in inflight (and toward the parallelism limit), and both in
+ * depth.
  */
 struct async_stats {
 	uint64_t submitted[ASYNC_NBACKENDS]; /**< sync + async */

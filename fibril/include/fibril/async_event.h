@@ -1,6 +1,7 @@
 /*
  * libfibril: hosting an async engine and the fibril scheduler in a
- * libevent event_base (docs/DESIGN.md, "One common wait point").
+ * libevent event_base (libfibril(3), "Embedding in a foreign event
+ * loop").
  *
  * Threading: the engine, the base and these calls all belong to one
  * thread, the engine's.

@@ -15,9 +15,10 @@
  * Both need the calling thread's async engine (async_engine_create());
  * without one every call runs the plain system calls synchronously.
  *
- * Threading: a root (lk_root_t) is immutable and reference-counted and may
- * be shared by threads. Scans, operations and groups belong to the thread
- * that created them (and to its engine): use and close them there.
+ * Threading: a root (lk_root_t) and a credential handle (lk_cred_t) are
+ * immutable and reference-counted and may be shared by threads. Scans,
+ * operations and groups belong to the thread that created them (and to
+ * its engine): use and close them there.
  *
  * Errors: >= 0 or -errno, never errno. Escapes are refused by the kernel
  * (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): -EXDEV for "..", an
@@ -117,9 +118,11 @@ struct lk_file {
  * Opens @relpath beneath @r (blocking-style). @relpath is relative to
  * the root ("" or "." is the root itself); an absolute path fails with
  * -EXDEV. @oflags are open(2) flags (O_CLOEXEC is always added; O_PATH
- * allowed). First tries openat2(RESOLVE_CACHED) inline: a cached path
- * returns without parking. Otherwise the openat2 goes through the async
- * layer and the fibril parks (outside a fibril: drives the engine).
+ * allowed). Beneath a root on a local file system (lk_fs_local()) it
+ * first tries openat2(RESOLVE_CACHED | RESOLVE_NO_XDEV) inline: a cached
+ * path returns without parking. Otherwise the openat2 goes through the
+ * async layer and the fibril parks (outside a fibril: drives the
+ * engine).
  * On success returns 0 and fills *out (fd + statx). Returns -errno
  * (-ENOENT, -EXDEV, -ELOOP, -EACCES...), or -ECANCELED when @g (may be
  * NULL) is cancelled meanwhile (an fd opened late is closed for you).
@@ -147,10 +150,10 @@ FIBRIL_API int lk_open_start(lk_root_t *r, const char *relpath, int oflags,
                              lk_group_t *g, struct lk_file *out,
                              lk_open_cb cb, void *arg, lk_op_t **op);
 
-/** Cancels a pending lk_open_start(): its cb still runs once, with
- *  -ECANCELED (or its real result if it had already finished in the
- *  kernel but was not yet reported; then it owns the fd). Only valid
- *  before the cb has run. */
+/** Cancels a pending lk_open_start() or lk_lookup_start(): its cb still
+ *  runs once, with -ECANCELED, also when the open had already finished
+ *  but was not yet reported (an fd opened meanwhile is closed for you).
+ *  Only valid before the cb has run. */
 FIBRIL_API void lk_op_cancel(lk_op_t *op);
 
 /* ---- directory scans ---- */
@@ -160,11 +163,14 @@ enum lk_sort {
 	LK_SORT_NAME,       /**< byte order (strcmp, like LC_ALL=C ls); all names are
 	                         read first, then stat'ed window by window in order, so
 	                         the first batch comes early */
-	LK_SORT_SIZE,       /**< all entries stat'ed, then sorted (ties by name) */
+	LK_SORT_SIZE,       /**< all entries stat'ed, then sorted, largest first
+	                         unless LK_SCAN_DESC (ties by name) */
 	LK_SORT_MTIME       /**< likewise, newest first unless LK_SCAN_DESC (ties by name) */
 };
 
-#define LK_SCAN_DESC       0x01u /**< reverse the order */
+#define LK_SCAN_DESC       0x01u /**< reverse the order (with LK_SCAN_DIRS_FIRST,
+                                      directories stay first: only the order
+                                      within each group is reversed) */
 #define LK_SCAN_DIRS_FIRST 0x02u /**< directories before everything else (d_type; a symlink
                                       to a directory is not a directory here) */
 #define LK_SCAN_DOTFILES   0x04u /**< show names starting with '.' (but not . and ..) */
@@ -201,9 +207,10 @@ struct lk_scan_opts {
 	                                whose stats run in batches of half of it,
 	                                at most 1024 (0: LK_LOCAL_WINDOW; clamped
 	                                to 1..LK_WINDOW_MAX) */
-	const char *after;         /**< LK_SORT_NAME only: start strictly after this
-	                                name in the scan's order (pagination cursor;
-	                                copied) */
+	const char *after;         /**< LK_SORT_NAME only, and not with
+	                                LK_SCAN_DIRS_FIRST (-EINVAL): start strictly
+	                                after this name in the scan's order
+	                                (pagination cursor; copied) */
 	size_t limit;              /**< deliver at most this many entries (0: all) */
 	lk_group_t *group;         /**< joins this group (may be NULL) */
 	const struct lk_file *dir; /**< optional: the directory already opened with
@@ -248,8 +255,11 @@ typedef struct lk_scan lk_scan_t;
  * ASYNC_CALL each; elsewhere each entry is one ASYNC_STATX, up to a
  * window of them in flight. An entry's own error lands on that entry.
  *
- * Memory: LK_SORT_NONE keeps records for at most 4 windows plus one
- * 32 KiB getdents buffer, whatever the directory size. Sorted scans
+ * Memory: LK_SORT_NONE reads names at most 4 windows plus one 32 KiB
+ * getdents buffer ahead of the reader and drops delivered records once
+ * they are at least 1024 and half of those kept: up to about 8 windows
+ * plus two buffers' worth of entries (or about 1024 where that is
+ * more), whatever the directory size. Sorted scans
  * keep 92 bytes per entry plus the name and its NUL, plus per consumer
  * about 300 bytes per entry delivered at a time (at most 512) and up to
  * 4 batches of 72 KiB. libfibril(3) gives the details.
@@ -305,7 +315,8 @@ FIBRIL_API long lk_scan_count(const lk_scan_t *s);
  * CAP_SETUID and CAP_SETGID with an effective uid of 0 (a root server);
  * otherwise the calls made with it fail with -EPERM. @groups (may be NULL
  * when @ngroups is 0) are the supplementary groups, copied. Returns 0 and
- * *out, -EINVAL (more than 65536 groups), or -ENOMEM.
+ * *out, -EINVAL (more than 65536 groups, NULL @groups with @ngroups > 0,
+ * or a @uid or @gid of -1), or -ENOMEM.
  */
 FIBRIL_API int lk_cred_new(uid_t uid, gid_t gid, size_t ngroups,
                            const gid_t *groups, lk_cred_t **out);
@@ -318,7 +329,11 @@ FIBRIL_API void lk_cred_free(lk_cred_t *c);
                                          matched case-insensitively (fold) */
 #define LK_LOOKUP_STOP_SYMLINK 0x2u /**< stop at the first symlink in the path
                                          (the last component included) and
-                                         report it instead of following it */
+                                         report it instead of following it;
+                                         with oflags O_PATH|O_NOFOLLOW a
+                                         trailing link, which the caller asks
+                                         for itself, is returned opened, not
+                                         reported */
 
 /** Folds @name (@len bytes, not NUL-terminated) into @out (@outsz bytes)
  *  so that two names match iff their folds are equal. Returns the folded
@@ -328,7 +343,9 @@ typedef size_t (*lk_fold_fn)(const char *name, size_t len, char *out,
                              size_t outsz, void *arg);
 
 /** The default fold: ASCII and UTF-8 simple case folding (Unicode's C+S
- *  mappings; bytes that are not valid UTF-8 stay as they are). */
+ *  mappings, from the tables of glibc's C.UTF-8 locale; bytes that are
+ *  not valid UTF-8 stay as they are). Where the C.UTF-8 locale is not
+ *  installed only ASCII is folded. */
 FIBRIL_API size_t lk_fold_utf8(const char *name, size_t len, char *out,
                                size_t outsz, void *arg);
 
@@ -380,8 +397,10 @@ FIBRIL_API void lk_lookup_release(struct lk_lookup *l);
 FIBRIL_API int lk_lookup(lk_root_t *r, const char *relpath,
                          const struct lk_lookup_opts *o, struct lk_lookup *out);
 
-/** Completion of lk_lookup_start(): @res is 0 with *l filled (the callee
- *  owns it: lk_lookup_release()) or -errno, then l is NULL. */
+/** Completion of lk_lookup_start(): @res is 0 with *l filled or -errno,
+ *  then l is NULL. *l is valid only during the call; the callee owns its
+ *  fd and strings: it copies the struct to keep them and later releases
+ *  the copy with lk_lookup_release(). */
 typedef void (*lk_lookup_cb)(void *arg, int res, struct lk_lookup *l);
 
 /** Callback-style lk_lookup(), as lk_open_start(): 0 done inline (*out
@@ -412,8 +431,12 @@ FIBRIL_API int lk_stat(lk_root_t *r, const char *relpath,
  * microseconds, with no network or FUSE round trip. Anything else (NFS,
  * CIFS, 9p, ceph, FUSE, a type not listed) is not local. The scans use
  * it to choose how they stat; a cache may use it to decide whether
- * inotify can keep it fresh. Returns 1 local, 0 not, or -errno from
- * fstatfs(2).
+ * inotify can keep it fresh. The mount is found by statx(2)
+ * STATX_MNT_ID and its type read once from /proc/self/mountinfo, which
+ * must be there. Returns 1 local, 0 not (also on a kernel without
+ * STATX_MNT_ID), or -errno from statx(2) or from opening
+ * /proc/self/mountinfo (-ENOENT without /proc, for a mount not yet
+ * seen).
  */
 FIBRIL_API int lk_fs_local(int fd);
 
