@@ -39,7 +39,8 @@ static struct one_entry *list_dir(const char *path)
 	}
 	int dfd = dirfd(dir);
 
-	/* ---- the loop as posted ---- */
+	/* ---- the loop: one async_stat() per entry as readdir() returns
+	 * it, nothing waited for inside, then one wait for all of them ---- */
 	struct one_entry *prev = NULL;
 	struct dirent *de;
 
@@ -55,8 +56,8 @@ static struct one_entry *list_dir(const char *path)
 		async_stat(dfd, entry->name, &entry->stat_buf, &entry->result);
 	}
 	wait_for_async(0);
-	/* .. Ta-daa! All done .. */
-	/* ---- end of the loop as posted ---- */
+	/* every entry's stat_buf and result are filled in now */
+	/* ---- end of the loop ---- */
 
 	closedir(dir);
 	return prev;
@@ -101,8 +102,10 @@ static int check(const char *path, struct one_entry *list, int print)
 	return bad ? -1 : n;
 }
 
-/* More entries than the default parallelism limit (4096), so the "#6
- * runs synchronously" path can be taken as well as the asynchronous one. */
+/* More entries than the default parallelism limit (4096), so that a
+ * stat submitted while 4096 are in flight, which async_submit() runs
+ * synchronously on the caller and reports done at once, can be checked
+ * as well as the ones completed asynchronously. */
 #define NSCRATCH 5000
 
 static void scratch(char *dir, int make)
