@@ -90,7 +90,10 @@ struct tevent_req *ftev_lookup_send(TALLOC_CTX *mem, struct ftev *ft,
 
 /** statx of @path beneath @r (an O_PATH open through the engine; the
  *  fd is closed before the result is delivered), with @o's credentials,
- *  flags and group (@o may be NULL; its oflags are ignored). */
+ *  flags and group (@o may be NULL; its oflags are ignored). Under
+ *  LK_LOOKUP_STOP_SYMLINK a walk that stops at a symlink fails with
+ *  -ELOOP, as lk_stat() does; a final link with FTEV_NOFOLLOW is
+ *  stat'ed itself. */
 struct tevent_req *ftev_stat_send(TALLOC_CTX *mem, struct ftev *ft,
                                   lk_root_t *r, const char *path,
                                   unsigned flags,
@@ -98,7 +101,7 @@ struct tevent_req *ftev_stat_send(TALLOC_CTX *mem, struct ftev *ft,
 int ftev_stat_recv(struct tevent_req *req, struct statx *out);
 
 /** The target of the symlink @path beneath @r, as stored (@o as for
- *  ftev_stat_send()). */
+ *  ftev_stat_send(): -ELOOP for a stop at a link on the way). */
 struct tevent_req *ftev_readlink_send(TALLOC_CTX *mem, struct ftev *ft,
                                       lk_root_t *r, const char *path,
                                       const struct lk_lookup_opts *o);
