@@ -475,6 +475,40 @@ static bool stat_in_dir_order(const struct lk__flight *f)
 		(f->stat_early && f->phase == PH_NAMES);
 }
 
+/* The pagination cursor of each new reader, before any stat. */
+static void start_cursors(struct lk__flight *f)
+{
+	for (struct lk_scan *k = f->consumers; k; k = k->next_c)
+		if (!k->counted) {
+			k->counted = true;
+			if (k->after)
+				k->pos = k->hint = lk__scan_start_index(f, k->after);
+		}
+}
+
+/* Sorted order: stat the entries a window ahead of reader @c. */
+static void stat_ahead_of(struct lk__flight *f, struct lk_scan *c)
+{
+	size_t left = c->o.limit ? c->o.limit - c->delivered : SIZE_MAX;
+	size_t ahead = LOOKAHEAD * (size_t)c->window;
+	size_t lim = c->pos + (left < ahead ? left : ahead);
+	if (lim > f->norder)
+		lim = f->norder;
+	size_t i = c->hint > c->pos ? c->hint : c->pos;
+	if (i < lim && room(f))
+		lk__flight_sorted(f, lim);
+	for (; i < lim && room(f); i++) {
+		/* (the records of sorted positions are at random places: a
+		 * cache miss each, nine in ten of this loop's time unless
+		 * asked for ahead) */
+		if (i + LK__AHEAD < lim)
+			__builtin_prefetch(&f->recs[f->order[i + LK__AHEAD].idx]);
+		if (f->recs[f->order[i].idx].state == REC_NEW)
+			issue_stat(f, f->order[i].idx);
+	}
+	c->hint = i;
+}
+
 void lk__flight_pump(struct lk__flight *f)
 {
 	bool again = true;
@@ -492,14 +526,7 @@ void lk__flight_pump(struct lk__flight *f)
 		if (f->err)
 			break;
 		if (f->phase == PH_READY)
-			for (struct lk_scan *k = f->consumers; k; k = k->next_c)
-				if (!k->counted) {
-					/* The pagination cursor, before any stat. */
-					k->counted = true;
-					if (k->after)
-						k->pos = k->hint =
-							lk__scan_start_index(f, k->after);
-				}
+			start_cursors(f);
 		if (stat_in_dir_order(f)) {
 			while (room(f) && f->stat_next < f->nrec &&
 			       f->stat_next < horizon) {
@@ -508,30 +535,9 @@ void lk__flight_pump(struct lk__flight *f)
 					issue_stat(f, i);
 			}
 		} else if (f->phase == PH_READY) {
-			for (; c; c = c->next_c) {
-				if (c->cancelled)
-					continue;
-				size_t left = c->o.limit ? c->o.limit - c->delivered
-					: SIZE_MAX;
-				size_t ahead = LOOKAHEAD * (size_t)c->window;
-				size_t lim = c->pos + (left < ahead ? left : ahead);
-				if (lim > f->norder)
-					lim = f->norder;
-				size_t i = c->hint > c->pos ? c->hint : c->pos;
-				if (i < lim && room(f))
-					lk__flight_sorted(f, lim);
-				for (; i < lim && room(f); i++) {
-					/* (the records of sorted positions are at
-					 * random places: a cache miss each, nine in
-					 * ten of this loop's time unless asked for
-					 * ahead) */
-					if (i + LK__AHEAD < lim)
-						__builtin_prefetch(&f->recs[f->order[i + LK__AHEAD].idx]);
-					if (f->recs[f->order[i].idx].state == REC_NEW)
-						issue_stat(f, f->order[i].idx);
-				}
-				c->hint = i;
-			}
+			for (; c; c = c->next_c)
+				if (!c->cancelled)
+					stat_ahead_of(f, c);
 		}
 		/* A partial batch waits for more entries while others are in
 		 * flight (their completions pump again); alone, it goes. */
