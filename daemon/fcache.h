@@ -42,8 +42,9 @@
  * requests with Accept-Encoding for
  * a file that has a sidecar name (FILE.br, .zst, .gz) next to it: an
  * entry answers those only if none existed once its watches were in
- * place. Writes through a shared mmap are not reported by inotify: such
- * a writer must not be used under the served tree if the cache is on.
+ * place. Writes through a shared mmap or by Linux native AIO are not
+ * reported by inotify before the writer closes the file: such a writer
+ * must not be used under the served tree if the cache is on.
  */
 #ifndef FSD_FCACHE_H
 #define FSD_FCACHE_H

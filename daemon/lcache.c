@@ -615,8 +615,11 @@ void lcache_fill_add(struct lc_dir *d, const struct lk_entry *e, size_t n)
 	if (!d || d->bad)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		/* A shown link target can change without an event here. */
-		if (e[i].err || e[i].link || (S_ISLNK(e[i].stx.stx_mode) && e[i].target_mode)) {
+		/* A shown link target can change without an event here; so
+		 * can a mount point, whose attributes are the mounted file
+		 * system's (a FUSE or network one tells inotify nothing). */
+		if (e[i].err || e[i].link || (S_ISLNK(e[i].stx.stx_mode) && e[i].target_mode) ||
+		    (e[i].stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
 			d->bad = true;
 			return;
 		}

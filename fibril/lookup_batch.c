@@ -41,6 +41,7 @@ void lk__sres_from_statx(struct lk__sres *r, const struct statx *s)
 	r->gid = s->stx_gid;
 	r->mode = s->stx_mode;
 	r->err = 0;
+	r->mount_root = (s->stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
 }
 
 void lk__rec_set_stat(struct lk__rec *rec, const struct lk__sres *r)
@@ -54,6 +55,7 @@ void lk__rec_set_stat(struct lk__rec *rec, const struct lk__sres *r)
 	rec->blocks = r->blocks;
 	rec->mtime = r->mtime;
 	rec->mtime_nsec = r->mtime_nsec;
+	rec->mount_root = r->mount_root;
 }
 
 /* On a pool thread (or inline at the parallelism limit). */
@@ -62,8 +64,17 @@ long lk__batch_run(void *arg)
 	struct lk__batch *b = arg;
 	struct statx stx;
 	for (unsigned j = 0; j < b->n; j++) {
-		if (statx(b->dirfd, b->names[j], b->atflags, LK__STX_MASK,
-			  &stx) < 0)
+		int rc = statx(b->dirfd, b->names[j], b->atflags, LK__STX_MASK,
+			       &stx);
+		/* A mount root's attributes come from no lookup of its
+		 * name: DONT_SYNC would give the mounted file system's last
+		 * answer, however old. */
+		if (rc == 0 && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
+		    (b->atflags & AT_STATX_DONT_SYNC))
+			rc = statx(b->dirfd, b->names[j],
+				   b->atflags & ~AT_STATX_DONT_SYNC,
+				   LK__STX_MASK, &stx);
+		if (rc < 0)
 			b->out[j].err = (int16_t)-errno;
 		else
 			lk__sres_from_statx(&b->out[j], &stx);

@@ -60,6 +60,7 @@ static struct lk__slot *slot_get(struct lk__flight *f)
 	s->busy = true;
 	s->cookie = 0;
 	s->step = ST_LSTAT;
+	s->sync = false;
 	f->busy++;
 	return s;
 }
@@ -95,7 +96,8 @@ static int slot_issue(struct lk__flight *f, struct lk__slot *s)
 		a[0] = (unsigned long)f->dirfd;
 		a[1] = (unsigned long)name;
 		a[2] = AT_SYMLINK_NOFOLLOW |
-			((f->flags & LK_SCAN_LOOKUP_ATTRS) ? AT_STATX_DONT_SYNC : 0);
+			((f->flags & LK_SCAN_LOOKUP_ATTRS) && !s->sync ?
+			 AT_STATX_DONT_SYNC : 0);
 		a[3] = LK__STX_MASK;
 		a[4] = (unsigned long)&s->stx;
 		call = ASYNC_STATX;
@@ -160,6 +162,13 @@ static bool slot_advance(struct lk__flight *f, struct lk__slot *s)
 		}
 		struct lk__sres r;
 		lk__sres_from_statx(&r, &s->stx);
+		/* (as in lk__batch_run: no lookup brought a mount root's
+		 * attributes) */
+		if (r.mount_root && (f->flags & LK_SCAN_LOOKUP_ATTRS) &&
+		    !s->sync) {
+			s->sync = true;
+			return true;
+		}
 		lk__rec_set_stat(rec, &r);
 		if (!S_ISLNK(rec->mode) || (f->flags & LK_SCAN_NO_LINKS))
 			return false;

@@ -141,6 +141,7 @@ struct lk__rec {
 	uint16_t namelen, mode, target_mode;
 	int16_t err, target_err;
 	uint8_t state, dtype;
+	bool mount_root;           /* STATX_ATTR_MOUNT_ROOT */
 };
 
 /* One entry's statx as a record keeps it (lookup_batch.c fills it on a
@@ -151,6 +152,7 @@ struct lk__sres {
 	uint32_t mtime_nsec, nlink, uid, gid;
 	uint16_t mode;
 	int16_t err;
+	bool mount_root;
 };
 LK__HIDDEN void lk__sres_from_statx(struct lk__sres *r, const struct statx *s);
 /* Stores a successful stat in @rec. */
@@ -164,6 +166,7 @@ struct lk__slot {
 	int step;
 	long res, cookie;
 	bool busy;
+	bool sync;                 /* a mount root's lstat, asked again in sync */
 	char *buf;                 /* readlink target / joined path */
 	struct open_how how;
 	struct statx stx;

@@ -47,6 +47,9 @@ static void expand(const struct lk__flight *f, const struct lk__rec *r,
 	e->stx.stx_mtime.tv_nsec = r->mtime_nsec;
 	e->stx.stx_dev_major = f->dev_major;
 	e->stx.stx_dev_minor = f->dev_minor;
+	e->stx.stx_attributes_mask = STATX_ATTR_MOUNT_ROOT;
+	if (r->mount_root)
+		e->stx.stx_attributes = STATX_ATTR_MOUNT_ROOT;
 }
 
 static int try_next(struct lk_scan *s, const struct lk_entry **ents,

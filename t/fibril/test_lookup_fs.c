@@ -110,6 +110,67 @@ START_TEST(mount_below_remembered_dir)
 }
 END_TEST
 
+/* A mount point among a directory's entries carries
+ * STATX_ATTR_MOUNT_ROOT (its attributes are the mounted file system's,
+ * which a watch on the outer directory does not follow), with or
+ * without LK_SCAN_LOOKUP_ATTRS; other entries do not. */
+static void mount_root_fibril(void *arg)
+{
+	lk_root_t *r = arg;
+	for (int pass = 0; pass < 2; pass++) {
+		struct lk_scan_opts o = { .sort = LK_SORT_NAME,
+			.flags = pass ? LK_SCAN_LOOKUP_ATTRS : 0 };
+		lk_scan_t *s;
+		const struct lk_entry *e;
+		size_t n;
+		int seen = 0, rc;
+		ck_assert_int_eq(lk_scan_open(r, "d", &o, &s), 0);
+		while ((rc = lk_scan_next(s, &e, &n)) == 1)
+			for (size_t i = 0; i < n; i++) {
+				bool mr = e[i].stx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+				ck_assert(e[i].stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT);
+				if (!strcmp(e[i].name, "sub")) {
+					ck_assert_msg(mr, "the mount point is not marked");
+					ck_assert_int_eq(e[i].stx.stx_size, 60);
+					seen++;
+				} else if (!strcmp(e[i].name, "f")) {
+					ck_assert(!mr);
+					seen++;
+				}
+			}
+		ck_assert_int_eq(rc, 0);
+		ck_assert_int_eq(seen, 2);
+		lk_scan_close(s);
+	}
+}
+
+START_TEST(scan_marks_mount_root)
+{
+	char sub[400], p[460];
+	snprintf(sub, sizeof(sub), "%s/d", mnt);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	snprintf(p, sizeof(p), "%s/f", sub);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(sub, sizeof(sub), "%s/d/sub", mnt);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	ck_assert_int_eq(mount("lkfs3", sub, "tmpfs", MS_NOSUID | MS_NODEV,
+			       "size=1m"), 0);
+	/* The mounted root holds one name (tmpfs: 60 bytes), the
+	 * directory under it none (40). */
+	snprintf(p, sizeof(p), "%s/g", sub);
+	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	lk_root_t *r;
+	ck_assert_int_eq(lk_root_open(mnt, NULL, &r), 0);
+	tl_run_fibril(mount_root_fibril, r);
+	lk_root_close(r);
+	ck_assert_int_eq(umount2(sub, MNT_DETACH), 0);
+}
+END_TEST
+
 static int before(void)
 {
 	const char *t = getenv("TMPDIR");
@@ -137,7 +198,8 @@ static void after(void)
 static Suite *suite(void)
 {
 	const TTest *tests[] = { tmpfs_is_local, kernel_pseudo_fs_is_not,
-				 bad_fd_is_an_error, mount_below_remembered_dir };
+				 bad_fd_is_an_error, mount_below_remembered_dir,
+				 scan_marks_mount_root };
 	return tmain_one_tcase("lookup_fs", tests, sizeof tests / sizeof *tests);
 }
 

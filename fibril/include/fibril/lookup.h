@@ -181,7 +181,7 @@ enum lk_sort {
 #define LK_SCAN_LOOKUP_ATTRS 0x40u /**< statx with AT_STATX_DONT_SYNC: the attributes the
                                       name lookup brought back (on FUSE one round trip per
                                       entry instead of two; on NFS as old as the attribute
-                                      cache) */
+                                      cache; a mount point is asked again in sync) */
 #define LK_SCAN_BACKGROUND 0x80u /**< the scan's system calls (on local file systems:
                                       its stat batches) are ASYNC_F_BACKGROUND work on
                                       SCHED_IDLE threads; on a saturated machine the scan
@@ -227,7 +227,9 @@ struct lk_entry {
 	const char *link;       /**< symlink target as stored (readlink), else NULL */
 	/** lstat of the entry (AT_SYMLINK_NOFOLLOW). Filled fields (stx_mask):
 	 *  TYPE MODE NLINK UID GID INO SIZE BLOCKS MTIME; stx_dev_* is the
-	 *  directory's device. All zero when err != 0. */
+	 *  directory's device; stx_attributes has STATX_ATTR_MOUNT_ROOT
+	 *  when the entry is a mount point (its attributes are the mounted
+	 *  root's). All zero when err != 0. */
 	struct statx stx;
 	uint32_t target_mode;   /**< symlinks: S_IFMT bits of the target when it
 	                             resolves beneath the root, else 0 */
