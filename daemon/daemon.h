@@ -71,13 +71,17 @@ struct event_base;
 typedef struct fibril fibril_t;
 typedef struct async_engine async_engine_t;
 
+/* Header fields a request may carry (431 beyond, as Apache's
+ * LimitRequestFields). */
+#define FSD_MAX_FIELDS 100
 /* libmicrohttpd's per-connection pool is conf.request_header_max plus
- * this: room for the response headers it builds there and for its
- * per-field bookkeeping. The pool is cleared after every request (0.9.75
- * memsets all of it, and the unused part of the read buffer), so its
- * size is a per-request cost: 32 KiB (MHD's default) cost ~6% of the
- * CPU time of a small-file hit. */
-#define FSD_POOL_SLACK 4096
+ * this: room for its bookkeeping of each field (a 56-byte record in
+ * 0.9.75, placed on 64) and for the response headers it builds there.
+ * A head within both limits then always leaves room for its answer.
+ * The pool is cleared after every request (0.9.75 memsets all of it),
+ * so its size is a per-request cost: 32 KiB (MHD's default) cost ~6% of
+ * the CPU time of a small-file hit. */
+#define FSD_POOL_SLACK (FSD_MAX_FIELDS * 64 + 2048)
 
 /* ---- the server: a configuration and what it opened; read-only once
  * workers run ---- */
@@ -290,6 +294,11 @@ void fsd_req_cancel_calls(struct fsd_req *rq);
 /* Sets rq's result to a small error page (status, optional Allow /
  * Location). Runs on the fibril or in the handler. */
 void fsd_req_error(struct fsd_req *rq, unsigned status);
+/* Writes the error page for @status to a plain connection's socket
+ * itself (the caller then has libmicrohttpd close it): 0, or -errno
+ * (-EPROTONOSUPPORT on TLS). For refusing a head too large to leave
+ * libmicrohttpd room for the answer. */
+int fsd_req_refuse_raw(struct fsd_req *rq, unsigned status);
 /* 301/302 to @location (copied). */
 void fsd_req_redirect(struct fsd_req *rq, unsigned status, const char *location);
 /* OPTIONS: 204 with Allow. */

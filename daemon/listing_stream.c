@@ -216,9 +216,9 @@ static void advance(struct lst_stream *s)
 
 /*
  * libmicrohttpd sends each chunk as it comes, and its chunks are no
- * larger than the room left in the connection's pool (~12 KB with the
+ * larger than the room left in the connection's pool (~16 KB with the
  * default request_header_max): a segment and a wake-up of the client
- * for every 12 KB. While there is more to send the socket is corked, so
+ * for every 16 KB. While there is more to send the socket is corked, so
  * the kernel sends full segments; it is uncorked (what is held goes at
  * once) before the stream waits for the file system and before its end.
  * libmicrohttpd set TCP_NODELAY and uncorked at the start and does not

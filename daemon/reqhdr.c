@@ -51,7 +51,8 @@ struct collect {
 	bool folded;
 	bool nul;               /* a NUL byte somewhere in the head */
 	const char *line_end;   /* end of the last line's value, or NULL */
-	size_t head;            /* bytes of the request head as sent (about) */
+	size_t head;            /* bytes of the request head, counted again */
+	size_t fields;
 };
 
 /* Client bytes for the error log, which escapes them itself: cut (with
@@ -105,7 +106,7 @@ static bool in_place(const char *key, size_t key_size, const char *value)
 {
 	const char *end = key + key_size;
 
-	if (value <= end || value - end > 256)
+	if (value <= end || (size_t)(value - end) > fsd->conf.request_header_max)
 		return false;
 	for (const char *p = end + 1; p < value; p++)
 		if (*p != ' ' && *p != '\t')
@@ -126,6 +127,7 @@ static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
 		c->nul = true;
 	c->line_end = value + value_size;
 	c->head += key_size + 2 + value_size + 2;       /* "k: v\r\n" */
+	c->fields++;
 	proto_reqcheck_field(&c->chk, key, key_size, value, value_size);
 	for (size_t i = 0; i < NWANTED; i++)
 		if (!strcasecmp(key, wanted[i].name)) {
@@ -220,12 +222,20 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
 		v.close_connection = true;
 		v.reason = "NUL byte in the request head";
 	}
-	/* libmicrohttpd's pool is request_header_max + FSD_POOL_SLACK
-	 * (worker.c): heads beyond that get its own 431 (or 414); ours
-	 * makes the limit the configured one. */
-	if (!v.status && c.head > fsd->conf.request_header_max) {
+	/* libmicrohttpd's pool is sized for request_header_max and
+	 * FSD_MAX_FIELDS (daemon.h): heads beyond that get its own 431
+	 * (or 414); ours makes the limits the configured ones. Its own
+	 * count of the head's bytes includes the whitespace it strips
+	 * before each value. */
+	const union MHD_ConnectionInfo *hs =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	size_t head = hs && hs->header_size > c.head ? hs->header_size : c.head;
+	if (!v.status && head > fsd->conf.request_header_max) {
 		v.status = 431;
 		v.reason = "request head larger than request_header_max";
+	} else if (!v.status && c.fields > FSD_MAX_FIELDS) {
+		v.status = 431;
+		v.reason = "more header fields than the server takes";
 	}
 	rq->close = v.close_connection;
 	if (v.status) {

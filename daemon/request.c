@@ -208,6 +208,13 @@ enum MHD_Result fsd_access_cb(void *cls, struct MHD_Connection *conn,
 		if (fsd_access_log_enabled())
 			client_addr(rq, conn);
 		r = fsd_reqhdr_collect(rq, conn, method, url, version);
+		/* A head over the limits may have left libmicrohttpd no room
+		 * to build an answer's header: on a plain connection the
+		 * refusal goes out directly and the connection closes. */
+		if ((r == 414 || r == 431) && fsd_req_refuse_raw(rq, (unsigned)r) == 0) {
+			rq->state = RQ_QUEUED;
+			return MHD_NO;
+		}
 		if (r) {
 			/* Invalid request: framing errors close at once. */
 			fsd_req_error(rq, (unsigned)r);

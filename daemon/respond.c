@@ -4,6 +4,7 @@
 #include "daemon/log.h"
 #include "daemon/sent.h"
 #include "proto/errpage.h"
+#include "proto/httpdate.h"
 #include "proto/range.h"
 
 #include <errno.h>
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #define ALLOW "GET, HEAD, OPTIONS"
 
@@ -47,6 +50,37 @@ void fsd_req_error(struct fsd_req *rq, unsigned status)
 	rq->resp = resp;
 	rq->status = status;
 	rq->body_len = 0;
+}
+
+int fsd_req_refuse_raw(struct fsd_req *rq, unsigned status)
+{
+	const union MHD_ConnectionInfo *ci;
+	char head[320], date[PROTO_HTTPDATE_LEN];
+	size_t blen;
+	const char *body = proto_errpage(status, &blen);
+	const char *reason = MHD_get_reason_phrase_for(status);
+
+	if (MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION))
+		return -EPROTONOSUPPORT;
+	ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci || proto_httpdate_format(time(NULL), date) < 0)
+		return -EINVAL;
+	int n = snprintf(head, sizeof head, "HTTP/1.1 %u %s\r\n"
+	                 "Date: %s\r\nServer: fileserverd/" PACKAGE_VERSION "\r\n"
+	                 "Content-Type: text/html; charset=utf-8\r\n"
+	                 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+	                 status, reason, date, blen);
+	if (n < 0 || (size_t)n >= sizeof head)
+		return -EINVAL;
+	struct iovec iov[2] = { { head, (size_t)n }, { (void *)body, blen } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = rq->method == FSD_M_HEAD ? 1 : 2 };
+	/* a fresh socket's buffer takes a page this small whole */
+	if (sendmsg(ci->connect_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		return -errno;
+	rq->status = status;
+	rq->body_len = 0;
+	rq->close = true;
+	return 0;
 }
 
 void fsd_req_redirect(struct fsd_req *rq, unsigned status, const char *location)
