@@ -26,13 +26,14 @@ dist_noinst_SCRIPTS += contrib/bench/sftp-bench
 dist_man_MANS += man/fsd-sftp.8
 SFTPD_IT = t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/sshfs.sh \
 	t/sftpd/users.sh \
-	t/sftpd/batch.sh t/sftpd/slow.sh
+	t/sftpd/batch.sh t/sftpd/slow.sh t/sftpd/oom.sh
 dist_check_SCRIPTS += $(SFTPD_IT)
-EXTRA_DIST += t/sftpd/lib.sh t/sftpd/sftpc.py
+EXTRA_DIST += t/sftpd/lib.sh t/sftpd/sftpc.py t/sftpd/oom_shim.c
 TESTS += $(SFTPD_IT)
-# The protocol and leak tests are quick and find memory errors: they run
-# again in the sanitizer build.
-UNIT_TESTS += t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/users.sh
+# The protocol, leak and allocation-failure tests are quick and find
+# memory errors: they run again in the sanitizer build.
+UNIT_TESTS += t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/users.sh \
+	t/sftpd/oom.sh
 if HAVE_TEVENT
 lib_LTLIBRARIES += contrib/tevent/libfibril-tevent.la
 contrib_tevent_libfibril_tevent_la_SOURCES = contrib/tevent/fibril_tevent.c \

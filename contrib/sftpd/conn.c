@@ -28,14 +28,43 @@
 
 #define X__INCAP (SFTP_MAX_PACKET + 4)
 
+/* Replies in progress count with what they may still add (READ, READDIR:
+ * sreq.reserve), so that the output buffer stays near SFTPD_MAX_QUEUED
+ * whatever the client keeps in flight. */
 static bool sftpd__throttled(const struct sconn *c)
 {
 	return c->pending >= SFTPD_MAX_PENDING ||
-	       c->out.len - c->out.off >= SFTPD_MAX_QUEUED;
+	       c->out.len - c->out.off + c->reserved >= SFTPD_MAX_QUEUED;
 }
 
+/* A whole packet (or a bad length, which ends the connection) waits at
+ * the head of the input: a partial one would have parsing scheduled for
+ * nothing, turn after turn. */
+static bool sftpd__has_packet(const struct sconn *c)
+{
+	if (c->inlen < 4)
+		return false;
+	uint32_t len = (uint32_t)c->in[0] << 24 | (uint32_t)c->in[1] << 16 |
+	               (uint32_t)c->in[2] << 8 | c->in[3];
+	return len < 5 || len > SFTP_MAX_PACKET || c->inlen >= 4 + (size_t)len;
+}
+
+static void sftpd__resume(struct tevent_context *ev, struct tevent_immediate *im,
+                          void *arg);
+
+/* Sets the events the connection waits for. Parsing input left while
+ * throttled resumes from here, whatever ended the throttle (a flush, a
+ * completion), since the client may have sent everything already and
+ * wait for replies. A connection whose reply could not be allocated is
+ * freed from the loop: whoever calls this may still hold parts of it. */
 static void sftpd__update(struct sconn *c)
 {
+	if (c->out.oom || (!c->parsing && !c->eof && !sftpd__throttled(c) &&
+	                   sftpd__has_packet(c))) {
+		tevent_schedule_immediate(c->resume, c->srv->ev, sftpd__resume, c);
+		if (c->out.oom)
+			return;
+	}
 	uint16_t r = !c->eof && !sftpd__throttled(c) && c->inlen < X__INCAP ?
 	             TEVENT_FD_READ : 0;
 	uint16_t w = c->out.len > c->out.off ? TEVENT_FD_WRITE : 0;
@@ -200,6 +229,11 @@ static void sftpd__io(struct sconn *c, bool w, bool r)
 {
 	if (sftpd_tl_on)
 		sftpd_tl_conn();
+	/* What is queued may end in a partial packet: nothing more goes out. */
+	if (c->out.oom) {
+		sftpd__close(c, "out of memory");
+		return;
+	}
 	if (w && !sftpd__write(c))
 		return;
 	if (r && !c->eof) {
@@ -275,33 +309,33 @@ static void sftpd__resume(struct tevent_context *ev, struct tevent_immediate *im
 	struct sconn *c = arg;
 	(void)ev;
 	(void)im;
+	if (c->out.oom) {
+		sftpd__close(c, "out of memory");
+		return;
+	}
 	if (sftpd__parse(c))
 		sftpd__update(c);
 }
 
+/* Never frees the connection: completions and the parse loop go on
+ * using it after this returns. Parsing resumes from the loop (through
+ * sftpd__update), not from here: it dispatches, and a reply made at
+ * once would bring us back here. */
 static void sftpd__req_done(struct sreq *r)
 {
 	struct sconn *c = r->c;
-	bool was = sftpd__throttled(c);
 	uint8_t type = r->type;
 	bool tl = sftpd_tl_on && sftpd_tl_cheap(type);
 	uint64_t arr = r->tl_arr, rd = r->tl_read, built = tl ? sftpd_tl_now() : 0;
 
 	c->pending--;
+	c->reserved -= r->reserve;
 	talloc_free(r);
-	if (c->out.oom) {
-		sftpd__close(c, "out of memory");
-		return;
-	}
-	if (!c->parsing)
+	if (!c->parsing && !c->out.oom)
 		sftpd__write_now(c);
 	if (tl)
 		sftpd_tl_req(type, arr, rd, built,
 		             !c->parsing && c->out.len == 0 ? sftpd_tl_now() : 0);
-	/* Resume from the loop, not from here: parsing dispatches, and a
-	 * reply made at once would bring us back here. */
-	if (was && !sftpd__throttled(c) && c->inlen >= 4)
-		tevent_schedule_immediate(c->resume, c->srv->ev, sftpd__resume, c);
 	sftpd__update(c);
 }
 

@@ -230,6 +230,8 @@ static void sftpd__read(struct sreq *r, struct sw_reader *rd)
 	r->h = h;
 	r->off = off;
 	r->want = len;
+	r->reserve = len;
+	r->c->reserved += len;
 	h->busy++;
 	sftpd__started(r, ftev_pread_send(r, r->c->srv->ft, h->fd, len, off),
 	           sftpd__read_done);

@@ -283,6 +283,8 @@ static void sftpd__pump(struct shandle *h)
 
 void sftpd_readdir(struct sreq *r, struct shandle *h)
 {
+	r->reserve = X__NAME_BYTES;
+	r->c->reserved += X__NAME_BYTES;
 	r->h = h;
 	r->next = NULL;
 	if (h->rd_tail)

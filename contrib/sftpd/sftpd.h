@@ -19,7 +19,8 @@
 /** Requests of one connection in progress at once; beyond, the
  *  connection's input waits. */
 #define SFTPD_MAX_PENDING 256
-/** Replies queued for one connection before its input waits. */
+/** Bytes of replies queued for one connection, with those that READs
+ *  and READDIRs in progress may still add, before its input waits. */
 #define SFTPD_MAX_QUEUED (4u * 1024 * 1024)
 /** Open handles per connection. */
 #define SFTPD_MAX_HANDLES 512
@@ -82,6 +83,7 @@ struct sconn {
 	size_t inlen;
 	struct sw_buf out;
 	unsigned pending;         /* requests in progress */
+	size_t reserved;          /* the sum of their sreq.reserve */
 	bool inited;
 	bool eof;                 /* input ended or failed: drain and go */
 	bool parsing;             /* in sftpd__parse: replies are written after */
@@ -105,6 +107,7 @@ struct sreq {
 	const char *path;         /* OPENDIR: the directory beneath the root */
 	uint8_t *data;            /* READ: what was read so far */
 	uint32_t got, want;
+	uint32_t reserve;         /* bytes its reply may take, held in c->reserved */
 	uint64_t off;
 	struct lk_lookup_opts lo;
 	uint64_t tl_arr, tl_read; /* timeline.c, when it is on */

@@ -2,7 +2,8 @@
 # fsd-sftp speaks SFTP v3 correctly and survives bad input: every request
 # type against real files, pipelined and out-of-order replies (a STAT
 # answered before a READDIR ahead of it), escapes refused, writes
-# refused, malformed packets (bad lengths, strings past the packet, NULs
+# refused, a burst of READs whose replies outgrow the connection's queue
+# answered whole, malformed packets (bad lengths, strings past the packet, NULs
 # in paths, random bytes) answered with
 # SSH_FX_BAD_MESSAGE or a closed connection, never a crash. Runs in the
 # sanitizer build too (make check-unit).
@@ -25,6 +26,7 @@ for backend in uring threads; do
 	FIBRIL_BACKEND=$backend start_sftpd "$R"
 	python3 "$SFTPC" proto "$SPORT" "$R" || fails=$((fails + 1))
 	SFTPD_ROOT=$R python3 "$SFTPC" ahead "$SPORT" /many || fails=$((fails + 1))
+	timeout 20 python3 "$SFTPC" burst "$SPORT" "$R" /big.bin 64 || fails=$((fails + 1))
 	# SIGUSR2 without a timeline is ignored, not fatal
 	kill -USR2 "$SPID"
 	if python3 "$SFTPC" proto "$SPORT" "$R" >/dev/null; then

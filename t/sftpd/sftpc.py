@@ -13,6 +13,11 @@ input that real clients never send.
                                   STAT on another connection is answered
                                   while the closes are pending
   sftpc.py probe PORT PATH...     per path: STAT, OPEN+READ, OPENDIR results
+  sftpc.py burst PORT ROOT FILE N  N READs of 255 KiB of FILE sent at once,
+                                  more than the server queues: every
+                                  reply arrives, with the file's bytes
+  sftpc.py oomburst PORT FILE N   the same where the server cannot grow
+                                  its reply buffer: the connection closes
 Prints "ok - ..." / "not ok - ..." lines; exits 1 on any failure."""
 import os, random, select, socket, stat, struct, sys, time
 
@@ -475,6 +480,65 @@ def probe(port, paths):
     c.close()
 
 
+READ_MAX = 255 * 1024
+
+
+def send_burst(c, path, n):
+    """Opens path, then sends n READs of it in one write; their ids."""
+    t, p = c.call("OPEN", s(path) + struct.pack(">II", 1, 0))
+    assert t == FXP["HANDLE"], (t, p)
+    h = s(p[4:4 + struct.unpack(">I", p[:4])[0]])
+    ids = list(range(c.next_id, c.next_id + n))
+    c.next_id += n
+    c.sock.sendall(b"".join(
+        struct.pack(">I", len(b)) + b for b in (
+            struct.pack(">BI", FXP["READ"], rid) + h + struct.pack(">QI", 0, READ_MAX)
+            for rid in ids)))
+    return ids
+
+
+def burst(port, root, path, n):
+    # The replies of n READs outgrow what a connection queues: parsing
+    # stops with requests left in the input, and must resume as the
+    # client reads, though nothing more comes in.
+    with open(os.path.join(root, path.lstrip("/")), "rb") as f:
+        want = f.read(READ_MAX)
+    c = Conn(port)
+    ids = send_burst(c, path, n)
+    c.sock.settimeout(10)
+    got, bad = set(), 0
+    try:
+        while len(got) < n:
+            t, rid, p = c.reply()
+            got.add(rid)
+            if t != FXP["DATA"] or p[4:] != want:
+                bad += 1
+    except (socket.timeout, EOFError) as e:
+        print("# %s after %d replies" % (type(e).__name__, len(got)))
+    report(got == set(ids) and bad == 0,
+           "%d READs of 255 KiB sent at once: %d answered, %d wrong" % (n, len(got), bad))
+    c.close()
+
+
+def oomburst(port, path, n):
+    c = Conn(port)
+    send_burst(c, path, n)
+    got = 0
+    c.sock.settimeout(10)
+    try:
+        while got < n:
+            c.reply()
+            got += 1
+        closed = False
+    except (EOFError, ConnectionResetError):
+        closed = True
+    except socket.timeout:
+        closed = False
+    report(closed, "a reply buffer that cannot grow closes the connection "
+           "(after %d of %d replies)" % (got, n))
+    c.close()
+
+
 def main():
     cmd, port = sys.argv[1], int(sys.argv[2])
     if cmd == "probe":
@@ -487,6 +551,10 @@ def main():
         ahead(port, sys.argv[3])
     elif cmd == "leave":
         leave(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "burst":
+        burst(port, sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    elif cmd == "oomburst":
+        oomburst(port, sys.argv[3], int(sys.argv[4]))
     elif cmd == "closes":
         closes(port, sys.argv[3], sys.argv[4], int(sys.argv[5]))
     sys.exit(1 if failures else 0)
