@@ -359,6 +359,10 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 	}
 	lst_run_scan_opts(&r, cfg, NULL, &so);
 	lst_key_make(&key, dir, &so);
+	/* An identical scan that has begun its stats takes no joiner: this
+	 * one needs a place of its own. */
+	if (key.shared && lk_scan_joinable(r.root, &dir->stx, &so) == 0)
+		key.shared = false;
 	/* May wait in the queue (503 + Retry-After when it gives up). */
 	r.slot = lst_slot_take(rq, &key, urlpath);
 	if (!r.slot) {

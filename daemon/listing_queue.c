@@ -8,11 +8,13 @@
  * A place stands for one scan of a directory, not for one request: the
  * lookup engine makes concurrent scans of the same directory (device,
  * inode and mtime) in the same order share one getdents pass and one
- * set of stats, so a listing whose scan would join a running one joins
- * its place too. The key below is the one lk_scan_open() shares by
- * (lookup_flight.c): a listing that does not actually share (the
- * directory changed under it, a failed scan) still counts with the one
- * it was keyed with, which errs towards fewer scans, never more places.
+ * set of stats until the running one issues its first stat, so a
+ * listing whose scan would join a running one joins its place too
+ * (listing.c asks lk_scan_joinable()). The key below is the one
+ * lk_scan_open() shares by (lookup_share.c): a listing that does not
+ * actually share (the directory changed under it, the running scan began
+ * its stats while this one's directory was being opened) still counts
+ * with the one it was keyed with.
  *
  * A refusal answered at once is repeated at once by most clients
  * (wrk, crawlers, a browser's retry), so that beyond max_listings the

@@ -148,20 +148,50 @@ static void consumer_link(struct lk__flight *f, struct lk_scan *s)
 		f->cap = s->window;
 }
 
-/* The joinable flight identical to what @s asks for, if any. */
-static struct lk__flight *flight_find(const struct lk_scan *s,
-				      const struct statx *d, uint64_t dev,
-				      unsigned flags)
+/* The joinable flight identical to what is asked, if any; *running
+ * says whether an identical one runs at all. A flight that has begun
+ * its stats is not joinable: they may predate a change made before the
+ * new request came, and the directory's mtime, which keys the sharing,
+ * tells only of names. */
+static struct lk__flight *flight_find(const lk_root_t *root,
+				      const struct async__cred *cred,
+				      const struct statx *d, enum lk_sort sort,
+				      unsigned flags, bool *running)
 {
+	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
+	*running = false;
 	for (struct lk__flight *f = table; f; f = f->next)
-		if (f->root == s->root && f->cred == s->cred &&
+		if (f->root == root && f->cred == cred &&
 		    f->dev == dev && f->ino == d->stx_ino &&
-		    f->sort == s->o.sort && f->flags == flags &&
+		    f->sort == sort && f->flags == flags &&
 		    f->mtime_sec == d->stx_mtime.tv_sec &&
 		    f->mtime_nsec == d->stx_mtime.tv_nsec &&
-		    !f->stopped && !f->err)
-			return f;
+		    !f->stopped && !f->err) {
+			*running = true;
+			if (!f->statted)
+				return f;
+		}
 	return NULL;
+}
+
+static bool shares(const struct lk_scan_opts *o)
+{
+	return o->sort != LK_SORT_NONE && !(o->flags & LK_SCAN_NO_SHARE);
+}
+
+FIBRIL_API int lk_scan_joinable(lk_root_t *r, const struct statx *dir,
+				const struct lk_scan_opts *o)
+{
+	bool running;
+
+	if (!r || !dir || !o)
+		return -EINVAL;
+	if (!shares(o))
+		return -ENOENT;
+	if (flight_find(r, lk__x(o->cred), dir, o->sort, o->flags & KEY_FLAGS,
+			&running))
+		return 1;
+	return running ? 0 : -ENOENT;
 }
 
 /* A new flight over @dirfd (not yet its own: the caller closes it on
@@ -223,10 +253,11 @@ static struct lk__flight *flight_new(const struct lk_scan *s, int dirfd,
 int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 {
 	unsigned flags = s->o.flags & KEY_FLAGS;
-	bool share = s->o.sort != LK_SORT_NONE &&
-		!(s->o.flags & LK_SCAN_NO_SHARE);
+	bool share = shares(&s->o), running;
 	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
-	struct lk__flight *f = share ? flight_find(s, d, dev, flags) : NULL;
+	struct lk__flight *f = share ? flight_find(s->root, s->cred, d,
+						   s->o.sort, flags, &running)
+				     : NULL;
 	if (f) {
 		async__close_fd(dirfd);
 		if (scan_set_window(s, f->batched) < 0)

@@ -58,9 +58,11 @@ checks() {
 	wait "$bg"
 	check_match "slow listing names every entry" "^ok 2000" "$(cat "$T/list.out")"
 
-	# 2. Single flight: three concurrent identical listings read the
-	# directory once (slowfs counts readdir calls).
-	mount_slow 5
+	# 2. Single flight: three identical listings that come while the
+	# first still reads names (50 ms a readdir) read the directory once
+	# (slowfs counts readdir calls); one that came after its first stat
+	# would run a scan of its own.
+	mount_slow 50
 	before=$(slowfs_stats "$MNT" readdir)
 	curl -s -o /dev/null "$URL/slow/?format=json"
 	r1=$(( $(slowfs_stats "$MNT" readdir) - before ))

@@ -248,9 +248,11 @@ typedef struct lk_scan lk_scan_t;
  * through the async layer. Errors known at once (-ENOENT, -ENOTDIR,
  * -EXDEV, -ELOOP, -EINVAL for bad options...) are returned here; errors
  * found later come from the first lk_scan_next*(). Concurrent scans of
- * the same directory (same root, dev/ino and mtime of the directory, same
- * sort and flags) share one getdents pass and one set of statx calls
- * unless LK_SCAN_NO_SHARE or LK_SORT_NONE.
+ * the same directory (same root, credentials, dev/ino and mtime of the
+ * directory, same sort and flags) on one thread share one getdents pass
+ * and one set of statx calls unless LK_SCAN_NO_SHARE or LK_SORT_NONE; a
+ * scan joins another only before that one has issued its first stat, so
+ * that no attribute it delivers predates its own start.
  *
  * On ext2/3/4, xfs, btrfs, f2fs, tmpfs, ramfs and overlayfs entries are
  * stat'ed in batches (half the local window, at most 1024) by one
@@ -268,6 +270,16 @@ typedef struct lk_scan lk_scan_t;
  */
 FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
                             const struct lk_scan_opts *o, lk_scan_t **out);
+
+/**
+ * Whether lk_scan_open() on this thread, of the directory whose statx is
+ * @dir, with @o, would now share a running scan: 1 it would, 0 an
+ * identical scan runs but has begun its stats, -ENOENT none runs (or @o
+ * never shares), -EINVAL for a NULL argument. For callers that count
+ * scans, e.g. against a limit.
+ */
+FIBRIL_API int lk_scan_joinable(lk_root_t *r, const struct statx *dir,
+                                const struct lk_scan_opts *o);
 
 /**
  * Blocking-style: returns the next batch in order. Returns 1 with
