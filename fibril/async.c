@@ -125,6 +125,9 @@ static int async__submit_check(const async_engine_t *e, unsigned long flags,
 		return -ENOSYS;
 	if (!result || (info->nargs && !args))
 		return -EFAULT;
+	/* (a null function would only fault later, on a pool thread) */
+	if (call == ASYNC_CALL && !args[0])
+		return -EFAULT;
 	if (!e || e->destroying)
 		return -ENXIO;
 	return 0;

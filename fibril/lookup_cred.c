@@ -13,7 +13,7 @@
 FIBRIL_API int lk_cred_new(uid_t uid, gid_t gid, size_t ngroups,
 			   const gid_t *groups, lk_cred_t **out)
 {
-	if (ngroups > LK__NGROUPS_MAX || (ngroups && !groups) ||
+	if (!out || ngroups > LK__NGROUPS_MAX || (ngroups && !groups) ||
 	    uid == (uid_t)-1 || gid == (gid_t)-1)
 		return -EINVAL;
 	struct async__cred *c = async__cred_new(uid, gid, ngroups, groups);

@@ -57,6 +57,8 @@ FIBRIL_API int lk_root_from_fd(int dirfd, const struct lk_root_opts *o,
 FIBRIL_API int lk_root_open(const char *path, const struct lk_root_opts *o,
 			    lk_root_t **out)
 {
+	if (!path || !out)
+		return -EINVAL;
 	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -308,7 +310,7 @@ static void op_cancel_member(struct lk__member *m)
 
 FIBRIL_API void lk_op_cancel(lk_op_t *op)
 {
-	if (op->done || op->cancelled)
+	if (!op || op->done || op->cancelled)
 		return;
 	op->cancelled = true;
 	if (op->cookie > 0)
@@ -444,5 +446,7 @@ int lk__open_wait(lk_root_t *r, const char *relpath, int oflags,
 FIBRIL_API int lk_open(lk_root_t *r, const char *relpath, int oflags,
 		       lk_group_t *g, struct lk_file *out)
 {
+	if (!r || !out)
+		return -EINVAL;
 	return lk__open_wait(r, relpath, oflags, g, NULL, out);
 }

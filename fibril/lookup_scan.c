@@ -189,6 +189,8 @@ FIBRIL_API int lk_scan_open(lk_root_t *r, const char *reldir,
 			    const struct lk_scan_opts *o, lk_scan_t **out)
 {
 	static const struct lk_scan_opts defaults;
+	if (!r || !out)
+		return -EINVAL;
 	if (!o)
 		o = &defaults;
 	if ((unsigned)o->sort > LK_SORT_MTIME)

@@ -543,6 +543,8 @@ static const struct lk_lookup_opts lk__no_opts;
 FIBRIL_API int lk_lookup(lk_root_t *r, const char *relpath,
 			 const struct lk_lookup_opts *o, struct lk_lookup *out)
 {
+	if (!r || !out)
+		return -EINVAL;
 	if (!o)
 		o = &lk__no_opts;
 	if (!relpath)
@@ -634,6 +636,8 @@ FIBRIL_API int lk_stat(lk_root_t *r, const char *relpath,
 {
 	struct lk_lookup_opts so = o ? *o : lk__no_opts;
 	struct lk_lookup l;
+	if (!stx)
+		return -EINVAL;
 	so.oflags = O_PATH | (so.oflags & O_NOFOLLOW);
 	int rc = lk_lookup(r, relpath, &so, &l);
 	if (rc < 0)

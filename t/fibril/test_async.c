@@ -101,6 +101,9 @@ START_TEST(submit_negative)
 	ck_assert_int_eq(async_submit(0, &res, 9999, a), -ENOSYS);
 	ck_assert_int_eq(async_submit(0x100, &res, ASYNC_STATX, a), -EINVAL);
 	ck_assert_int_eq(async_submit(0, NULL, ASYNC_STATX, a), -EFAULT);
+	const unsigned long nofn[2] = { 0, 0 };
+	ck_assert_int_eq(async_submit(0, &res, ASYNC_CALL, nofn), -EFAULT);
+	ck_assert_int_eq(async_submit(ASYNC_F_SYNC, &res, ASYNC_CALL, nofn), -EFAULT);
 	ck_assert_int_eq(res, 123);  /* nothing was submitted or written */
 	ck_assert_uint_eq(async_engine_inflight(eng), 0);
 	async_engine_destroy(eng);

@@ -137,6 +137,22 @@ START_TEST(symlinks_follow_any)
 	lk_root_close(r2);
 	o.symlinks = (enum lk_symlinks)3;
 	ck_assert_int_eq(lk_root_open(tl_dir, &o, &r), -EINVAL);
+	/* NULL where a result or an object belongs: -EINVAL, not a fault */
+	struct lk_lookup lu;
+	struct statx sx;
+	lk_scan_t *sc;
+	ck_assert_int_eq(lk_root_open(NULL, NULL, &r), -EINVAL);
+	ck_assert_int_eq(lk_root_open(tl_dir, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(lk_open(NULL, "file", O_RDONLY, NULL, &f), -EINVAL);
+	ck_assert_int_eq(lk_open(root, "file", O_RDONLY, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(lk_lookup(NULL, "file", NULL, &lu), -EINVAL);
+	ck_assert_int_eq(lk_lookup(root, "file", NULL, NULL), -EINVAL);
+	ck_assert_int_eq(lk_stat(root, "file", NULL, NULL), -EINVAL);
+	ck_assert_int_eq(lk_stat(NULL, "file", NULL, &sx), -EINVAL);
+	ck_assert_int_eq(lk_scan_open(NULL, ".", NULL, &sc), -EINVAL);
+	ck_assert_int_eq(lk_scan_open(root, ".", NULL, NULL), -EINVAL);
+	ck_assert_int_eq(lk_cred_new(1, 1, 0, NULL, NULL), -EINVAL);
+	lk_op_cancel(NULL);
 }
 END_TEST
 

@@ -103,7 +103,8 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
  * Submits @call with @args.
  * Returns < 0: -errno, nothing was submitted (-ENOSYS unknown call,
  *   -ENXIO no engine on this thread, -EINVAL bad flags, -EFAULT a NULL
- *   @result, or NULL @args for a call that takes arguments, -ENOMEM no
+ *   @result, NULL @args for a call that takes arguments or a NULL
+ *   ASYNC_CALL function, -ENOMEM no
  *   operation could be allocated under queue_at_limit).
  * Returns 0: completed synchronously; *result holds its return value
  *   (>= 0 or -errno). The cached fast path: an openat2 that the kernel
