@@ -215,6 +215,22 @@ static int lo_check_file(const struct stat *st, const struct stat *dir,
 	return 0;
 }
 
+/* The one-link check on the descriptor could be passed by a link made
+ * in the directory to another file and removed between the open and the
+ * check (where fs.protected_hardlinks is 0): the name must still be the
+ * file that was opened, after the check. */
+static int lo_same_name(int dfd, const char *name, const struct stat *st,
+                        char msg[LO_MSG])
+{
+	struct stat again;
+
+	if (fstatat(dfd, name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    again.st_dev == st->st_dev && again.st_ino == st->st_ino)
+		return 0;
+	snprintf(msg, LO_MSG, "changed while it was being opened");
+	return -ESTALE;
+}
+
 int lo_open(const char *path, const struct lo_trust *t, char msg[LO_MSG])
 {
 	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
@@ -274,6 +290,8 @@ int lo_open(const char *path, const struct lo_trust *t, char msg[LO_MSG])
 		r = -errno;
 	else
 		r = lo_check_file(&st, &ds, t, msg);
+	if (r == 0)
+		r = lo_same_name(dfd, name, &st, msg);
 	if (r == 0 && fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0)
 		r = -errno;
 	if (r < 0) {
