@@ -14,17 +14,7 @@ printf 'inner\n' > "$T/back/dir.eio/inner.txt"
 printf 'x\n' > "$T/back/sub/index.eio"
 printf 'fast\n' > "$D/fast.txt"
 
-MNT=
-umount_eio() {
-	[ -n "$MNT" ] && slowfs_umount "$MNT" "$SLOWFS_PID"
-	MNT=
-}
-trap 'umount_eio; cleanup' EXIT
-slowfs_mount --delay-ms 0 "$T/back" "$D/fs"
-rc=$?
-[ $rc = 77 ] && { echo "SKIP: cannot mount slowfs"; exit 77; }
-[ $rc = 0 ] || { echo "slowfs_mount failed"; exit 99; }
-MNT=$D/fs
+slowfs_for_test --delay-ms 0 "$T/back" "$D/fs"
 
 checks() {
 	rm -f "$T/err.log"

@@ -12,17 +12,7 @@ mkdir -p "$D/L/fm" "$T/back"
 printf 'a\n' > "$D/L/plain"
 printf 'b\n' > "$T/back/inner"
 
-MNT=
-umount_fs() {
-	[ -n "$MNT" ] && slowfs_umount "$MNT" "$SLOWFS_PID"
-	MNT=
-}
-trap 'umount_fs; cleanup' EXIT
-slowfs_mount --delay-ms 0 "$T/back" "$D/L/fm"
-rc=$?
-[ $rc = 77 ] && { echo "SKIP: cannot mount slowfs"; exit 77; }
-[ $rc = 0 ] || { echo "slowfs_mount failed"; exit 99; }
-MNT=$D/L/fm
+slowfs_for_test --delay-ms 0 "$T/back" "$D/L/fm"
 
 # fm's mtime as the listing shows it, in whole seconds
 listed_mtime() {

@@ -59,6 +59,25 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
+
+# slowfs_for_test [slowfs_mount options] BACKING MOUNTPOINT: slowfs
+# (t/slowfs/lib.sh, sourced by the test) mounted for this test and
+# unmounted at exit, before cleanup; sets MNT. Exits 77 when it cannot
+# be mounted here, 99 when mounting fails.
+slowfs_for_test() {
+	MNT=
+	trap 'slowfs_test_umount; cleanup' EXIT
+	slowfs_mount "$@"
+	case $? in
+	0) eval "MNT=\${$#}" ;;
+	77) echo "SKIP: cannot mount slowfs"; exit 77 ;;
+	*) echo "slowfs_mount failed"; exit 99 ;;
+	esac
+}
+slowfs_test_umount() {
+	[ -n "$MNT" ] && slowfs_umount "$MNT" "$SLOWFS_PID"
+	MNT=
+}
 trap 'exit 1' INT TERM
 
 # start_daemon [fileserverd args...]: picks a free port, starts the
