@@ -65,8 +65,29 @@ static void ftev__on_timer(struct tevent_context *ev, struct tevent_timer *te,
 	ftev__run(ft);
 }
 
+/* Drops the events that would reach the engine, which is gone. */
+static void ftev__let_go(struct ftev *ft)
+{
+	TALLOC_FREE(ft->fde);   /* closes our duplicate of its fd */
+	TALLOC_FREE(ft->tm);
+	ft->e = NULL;
+}
+
+/* The engine, or NULL once it has been destroyed. The public API's only
+ * sign of that is the thread's current engine: an engine is current
+ * from its creation, ftev_attach() insists on it, and
+ * async_engine_destroy() clears it. */
+static async_engine_t *ftev__engine(struct ftev *ft)
+{
+	if (ft->e && async_engine_current() != ft->e)
+		ftev__let_go(ft);
+	return ft->e;
+}
+
 static void ftev__rearm(struct ftev *ft)
 {
+	if (!ftev__engine(ft))
+		return;
 	int a = async_engine_timeout_ms(ft->e);
 	int b = fibril_sched_timeout_ms();
 	int t = a < 0 ? b : b < 0 ? a : a < b ? a : b;
@@ -114,8 +135,9 @@ void ftev__forget(struct ftev *ft, struct tevent_req *req)
 }
 
 /* Finishes the queued requests, in completion order; their callbacks
- * may queue more (which this loop then finishes too) or free others. */
-static void ftev__notify(struct ftev *ft)
+ * may queue more (which this loop then finishes too) or free others,
+ * or free the ftev itself (*freed: then nothing of it may be touched). */
+static void ftev__notify(struct ftev *ft, const bool *freed)
 {
 	for (size_t i = 0; i < ft->nready; i++) {
 		struct tevent_req *req = ft->ready[i].req;
@@ -127,17 +149,36 @@ static void ftev__notify(struct ftev *ft)
 			tevent_req_error(req, err);
 		else
 			tevent_req_done(req);
+		if (*freed)
+			return;
 	}
 	ft->nready = 0;
 }
 
 static void ftev__run(struct ftev *ft)
 {
-	ft->in_run = true;
-	async_engine_process(ft->e, FTEV__BUDGET);
-	fibril_sched_run();
-	ft->in_run = false;
-	ftev__notify(ft);
+	/* A callback run from here may free the ftev, and one of them may
+	 * run a nested loop that comes back here: the destructor sets the
+	 * innermost flag, and each run hands it on to the one below. */
+	bool freed = false;
+	bool *outer = ft->freed;
+
+	ft->freed = &freed;
+	if (ftev__engine(ft)) {
+		ft->in_run = true;
+		async_engine_process(ft->e, FTEV__BUDGET);
+		fibril_sched_run();
+		if (!freed)
+			ft->in_run = false;
+	}
+	if (!freed)
+		ftev__notify(ft, &freed);
+	if (freed) {
+		if (outer)
+			*outer = true;
+		return;
+	}
+	ft->freed = outer;
 	ftev__rearm(ft);
 }
 
@@ -151,13 +192,35 @@ static void ftev__kick(void *arg)
 
 static int ftev__host_destructor(struct ftev *ft)
 {
-	async_engine_set_kick(ft->e, NULL, NULL);
+	if (ft->freed)
+		*ft->freed = true;
+	if (ftev__engine(ft))
+		async_engine_set_kick(ft->e, NULL, NULL);
+	return 0;
+}
+
+/* The fd event watches a duplicate of the engine's fd: the engine may
+ * be destroyed first, closing its own, and tevent must not be left
+ * watching a number that something else may reuse. */
+static int ftev__watch(struct ftev *ft)
+{
+	int fd = fcntl(async_engine_fd(ft->e), F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ft->fde = tevent_add_fd(ft->ev, ft, fd, TEVENT_FD_READ, ftev__on_fd, ft);
+	if (!ft->fde) {
+		close(fd);
+		return -ENOMEM;
+	}
+	tevent_fd_set_auto_close(ft->fde);
 	return 0;
 }
 
 int ftev_attach(struct tevent_context *ev, async_engine_t *e, struct ftev **out)
 {
-	if (!ev || !e)
+	if (!ev || !e || !out)
+		return -EINVAL;
+	if (e != async_engine_current())
 		return -EINVAL;
 	struct ftev *ft = talloc_zero(ev, struct ftev);
 	if (!ft)
@@ -165,11 +228,10 @@ int ftev_attach(struct tevent_context *ev, async_engine_t *e, struct ftev **out)
 	ft->ev = ev;
 	ft->e = e;
 	ft->im = tevent_create_immediate(ft);
-	ft->fde = tevent_add_fd(ev, ft, async_engine_fd(e), TEVENT_FD_READ,
-	                        ftev__on_fd, ft);
-	if (!ft->im || !ft->fde) {
+	int rc = ft->im ? ftev__watch(ft) : -ENOMEM;
+	if (rc < 0) {
 		talloc_free(ft);
-		return -ENOMEM;
+		return rc;
 	}
 	async_engine_set_kick(e, ftev__kick, ft);
 	talloc_set_destructor(ft, ftev__host_destructor);
@@ -185,7 +247,7 @@ struct tevent_context *ftev_context(const struct ftev *ft)
 
 async_engine_t *ftev_engine(const struct ftev *ft)
 {
-	return ft->e;
+	return ft->e && async_engine_current() == ft->e ? ft->e : NULL;
 }
 
 /* ---- operations ---- */

@@ -34,7 +34,15 @@
  *    rest of libfibril.
  *
  * Threading: everything belongs to the thread of @ev and of the engine
- * (the same thread). Free every request and scan before the ftev.
+ * (the same thread).
+ *
+ * Teardown: free every request and scan before the ftev. That done, the
+ * ftev may be freed anywhere on its thread, from a request's callback
+ * too (the handler that ran the callback then leaves the ftev alone).
+ * The engine may be destroyed before the ftev: requests still pending
+ * then fail with ECANCELED (or complete, if the result was in), and the
+ * ftev stops watching the engine; start no request on it after that,
+ * and free it before this thread creates another engine.
  */
 #ifndef FIBRIL_TEVENT_H
 #define FIBRIL_TEVENT_H
@@ -59,11 +67,14 @@ struct ftev;
  * scheduler's timeout, and an immediate event for the engine's kick
  * (async_engine_set_kick()). Each wake-up reaps completions, then runs
  * the fibril scheduler (harmless without fibrils). The ftev is a talloc
- * child of @ev; talloc_free() of it detaches. Returns 0, or -errno.
+ * child of @ev; talloc_free() of it detaches. Returns 0, -EINVAL when
+ * @e is not this thread's current engine (async_engine_current()), or
+ * -errno.
  */
 int ftev_attach(struct tevent_context *ev, async_engine_t *e, struct ftev **out);
 
-/** The tevent context and engine of an ftev. */
+/** The tevent context and engine of an ftev (the engine is NULL once
+ *  destroyed). */
 struct tevent_context *ftev_context(const struct ftev *ft);
 async_engine_t *ftev_engine(const struct ftev *ft);
 

@@ -20,6 +20,9 @@ struct ftev {
 	struct ftev__ready { struct tevent_req *req; int err; } *ready;
 	size_t nready, capready;
 	bool in_run;
+	/* While ftev__run is on the stack: its flag, which the destructor
+	 * sets so that the run stops touching the freed ftev. */
+	bool *freed;
 };
 
 /** Queues @req to be finished (done, or error @err) by the host. */

@@ -516,6 +516,121 @@ START_TEST(scan_cancel)
 }
 END_TEST
 
+static void on_tick(struct tevent_context *e, struct tevent_timer *te,
+                    struct timeval now, void *arg)
+{
+	(void)e;
+	(void)te;
+	(void)now;
+	(*(int *)arg)++;
+}
+
+/* One turn of the loop, bounded by a timer of its own. */
+static void turn(void)
+{
+	int ticked = 0;
+	ck_assert_ptr_nonnull(tevent_add_timer(ev, ev, tevent_timeval_current_ofs(0, 1000),
+	                                       on_tick, &ticked));
+	loop_until(&ticked);
+}
+
+START_TEST(engine_destroyed_first)
+{
+	int done = 0;
+	struct statx stx;
+	struct tevent_req *req = ftev_stat_send(NULL, ft, lroot, "a.txt", 0, NULL);
+
+	tevent_req_set_callback(req, on_done, &done);
+	loop_until(&done);
+	ck_assert_int_eq(ftev_stat_recv(req, &stx), 0);
+	talloc_free(req);
+	/* The loop goes on without the engine, then the ftev goes. */
+	async_engine_destroy(eng);
+	eng = NULL;
+	int fds = count_fds();
+	for (int i = 0; i < 3; i++)
+		turn();
+	ck_assert_int_eq(talloc_free(ft), 0);
+	ft = NULL;
+	ck_assert_int_eq(count_fds(), fds - 1);   /* its copy of the engine's fd */
+	turn();
+}
+END_TEST
+
+START_TEST(engine_destroyed_under_request)
+{
+	int done = 0;
+	struct statx stx;
+	struct ftev_scan *sc;
+	struct lk_entry *ents;
+	size_t n;
+	TALLOC_CTX *mem = talloc_new(NULL);
+	struct tevent_req *req = ftev_stat_send(mem, ft, sroot, "f023", 0, NULL);
+
+	ck_assert_int_eq(ftev_scan_open(mem, ft, sroot, ".", NULL, &sc), 0);
+	struct tevent_req *next = ftev_scan_next_send(mem, sc);
+	tevent_req_set_callback(req, on_done, &done);
+	tevent_req_set_callback(next, on_done, &done);
+	ck_assert(tevent_req_is_in_progress(req));
+	ck_assert(tevent_req_is_in_progress(next));
+	async_engine_destroy(eng);
+	eng = NULL;
+	ck_assert_ptr_null(ftev_engine(ft));
+	while (done < 2)
+		turn();
+	/* The engine cancelled them, or had them done before it went. */
+	int rc = ftev_stat_recv(req, &stx);
+	ck_assert_msg(rc == -ECANCELED || rc == 0, "rc %d", rc);
+	rc = ftev_scan_next_recv(next, mem, &ents, &n);
+	ck_assert_msg(rc == -ECANCELED || rc == 1, "rc %d", rc);
+	talloc_free(mem);
+	turn();
+}
+END_TEST
+
+static struct tevent_req *other_req;
+
+static void on_done_free_all(struct tevent_req *req)
+{
+	struct statx stx;
+
+	ck_assert_int_eq(ftev_stat_recv(req, &stx), 0);
+	talloc_free(req);
+	TALLOC_FREE(other_req);
+	ck_assert_int_eq(talloc_free(ft), 0);
+	ft = NULL;
+	called++;
+}
+
+START_TEST(free_ftev_from_callback)
+{
+	int other_done = 0;
+	/* Pending together, so that both may complete in the same turn. */
+	struct tevent_req *req = ftev_stat_send(NULL, ft, sroot, "f020", 0, NULL);
+	other_req = ftev_stat_send(NULL, ft, sroot, "f021", 0, NULL);
+
+	ck_assert(tevent_req_is_in_progress(req));
+	ck_assert(tevent_req_is_in_progress(other_req));
+	tevent_req_set_callback(req, on_done_free_all, NULL);
+	tevent_req_set_callback(other_req, on_done, &other_done);
+	while (ft)
+		ck_assert_int_eq(tevent_loop_once(ev), 0);
+	ck_assert_int_eq(async_engine_run(eng), 0);
+	ck_assert_int_le(other_done, 1);
+
+	/* The engine serves a new ftev. */
+	int done = 0;
+	struct statx stx;
+	ck_assert_int_eq(ftev_attach(ev, eng, &ft), 0);
+	req = ftev_stat_send(NULL, ft, sroot, "f022", 0, NULL);
+	tevent_req_set_callback(req, on_done, &done);
+	loop_until(&done);
+	ck_assert_int_eq(ftev_stat_recv(req, &stx), 0);
+	talloc_free(req);
+	drain();
+}
+END_TEST
+
 static void unmount(void)
 {
 	const char *src = getenv("top_srcdir");
@@ -621,6 +736,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, stop_at_symlink);
 	tcase_add_test(tc, pread_and_fstat);
 	tcase_add_test(tc, scan_batches);
+	tcase_add_test(tc, engine_destroyed_first);
 	suite_add_tcase(s, tc);
 	if (mnt[0]) {
 		TCase *sc = tcase_create("slowfs");
@@ -632,6 +748,8 @@ static Suite *suite(void)
 		tcase_add_test(sc, scan_freed_under_next);
 		tcase_add_test(sc, scan_cancel);
 		tcase_add_test(sc, unreceived_fd_closed_off_loop);
+		tcase_add_test(sc, free_ftev_from_callback);
+		tcase_add_test(sc, engine_destroyed_under_request);
 		suite_add_tcase(s, sc);
 	}
 	return s;
