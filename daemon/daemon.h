@@ -333,9 +333,10 @@ struct fsd_validators {
 void fsd_resp_validators(struct MHD_Response *resp, const struct fsd_validators *v);
 /* The request's preconditions (fsd_req_cond) against @v and @mtime
  * (-1: none): when they decide the answer, answers 304 with the
- * validators or 412, and returns true. */
+ * validators (and the Content-Length a 200 would have: @len) or 412,
+ * and returns true. */
 bool fsd_req_preconditions(struct fsd_req *rq, const struct fsd_validators *v,
-                           time_t mtime);
+                           time_t mtime, uint64_t len);
 /* Content-Range of a 206 for @r, or of a 416 when @r is NULL. */
 struct proto_range;
 void fsd_resp_content_range(struct MHD_Response *resp,

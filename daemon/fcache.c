@@ -505,7 +505,7 @@ static int serve(struct fsd_req *rq, const char *rel, bool filled)
 	lru_front(e);
 
 	struct fsd_validators v = validators(e);
-	int r = fsd_req_preconditions(rq, &v, e->mtime) ? 0 :
+	int r = fsd_req_preconditions(rq, &v, e->mtime, e->len) ? 0 :
 		p ? respond_part(rq, e, &part) : respond_whole(rq, e);
 	if (r == 0 && !filled)
 		FSD_M_INC(fc_hits);

@@ -133,14 +133,27 @@ void fsd_resp_validators(struct MHD_Response *resp, const struct fsd_validators 
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
 }
 
+/* Never called: libmicrohttpd sends no body with a 304. */
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)cls;
+	(void)pos;
+	(void)buf;
+	(void)max;
+	return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
 bool fsd_req_preconditions(struct fsd_req *rq, const struct fsd_validators *v,
-                           time_t mtime)
+                           time_t mtime, uint64_t len)
 {
 	struct MHD_Response *resp;
 
 	switch (fsd_req_cond(rq, v->etag, mtime)) {
 	case PROTO_COND_NOT_MODIFIED:
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		/* libmicrohttpd writes a 304's Content-Length from the
+		 * response's size: the 200's length, or none at all (RFC 9110
+		 * 8.6), never the 0 of an empty buffer. */
+		resp = MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL);
 		if (resp)
 			fsd_resp_validators(resp, v);
 		fsd_req_respond(rq, MHD_HTTP_NOT_MODIFIED, resp, 0);

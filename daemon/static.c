@@ -342,7 +342,7 @@ static void serve_file(struct fsd_req *rq, struct served *sv,
 	repr_make(rq, &rp, sv, rel, name);
 	if (from_new_entry(rq, &rp, rel, &offered))
 		return;
-	if (fsd_req_preconditions(rq, &rp.v, rp.mtime)) {
+	if (fsd_req_preconditions(rq, &rp.v, rp.mtime, rp.f.stx.stx_size)) {
 		close(rp.f.fd);
 		return;
 	}

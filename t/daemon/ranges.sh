@@ -5,6 +5,7 @@ D=$T/root
 mkdir -p "$D"
 python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 400)' > "$D/data.bin"   # 102400 bytes
 touch -d '2020-01-02 03:04:05 UTC' "$D/data.bin"
+printf 'small file\n' > "$D/small.txt"
 printf 'plain text body\n' > "$D/page.txt"
 printf 'BROTLI' > "$D/page.txt.br"
 printf 'ZSTD' > "$D/page.txt.zst"
@@ -49,6 +50,11 @@ checks() {
 	check "304 on HEAD" 304 "$(code /data.bin -I -H "If-None-Match: $etag")"
 	check "304 carries the ETag" "$etag" "$(hdr ETag /data.bin -H "If-None-Match: $etag")"
 	check "304 has no body" 0 "$(curl -s -o /dev/null -w '%{size_download}' -H "If-None-Match: $etag" "$URL/data.bin")"
+	# RFC 9110 8.6: a 304's Content-Length, if any, is the 200's
+	check "304's Content-Length is the 200's" "$(hdr Content-Length /data.bin)" \
+		"$(hdr Content-Length /data.bin -H "If-None-Match: $etag")"
+	check "... from the small-file cache too" "$(hdr Content-Length /small.txt)" \
+		"$(hdr Content-Length /small.txt -H "If-None-Match: $(hdr ETag /small.txt)")"
 
 	# single ranges: status, Content-Range, exact bytes
 	local spec want first last
