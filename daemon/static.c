@@ -183,10 +183,33 @@ static void add_entity_headers(struct MHD_Response *resp, const struct repr *rp)
 /* Precompressed sidecars (FILE.br, FILE.zst, FILE.gz, mime.h): the first
  * one the client accepts that exists, is a regular file and is not older
  * than FILE replaces it. */
+static bool try_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp,
+                        size_t i)
+{
+	char path[4096];
+	struct served s;
+
+	if ((size_t)snprintf(path, sizeof path, "%s%s", rel, fsd_sidecars[i].ext) >= sizeof path ||
+	    open_served(rq, path, false, &s, NULL) < 0)
+		return false;
+	const struct statx_timestamp *a = &s.f.stx.stx_mtime, *b = &rp->f.stx.stx_mtime;
+	bool fresh = a->tv_sec > b->tv_sec ||
+	             (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+	if (!fresh) {
+		close(s.f.fd);
+		return false;
+	}
+	close(rp->f.fd);
+	rp->f = s.f;
+	rp->encoding = fsd_sidecars[i].coding;
+	return true;
+}
+
 static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 {
 	const char *ae = rq->h.accept_encoding;
-	char path[4096];
+	int q[FSD_NSIDECARS];
+	size_t order[FSD_NSIDECARS];
 
 	/* Vary on every answer while sidecars are on, with or without
 	 * Accept-Encoding: the choice depends on it either way. */
@@ -195,25 +218,23 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 	rp->v.vary = true;
 	if (!ae)
 		return;
+	/* The client's weights decide (RFC 9110 12.5.3), ties going to the
+	 * smaller coding first; a plain file weighted above a coding is
+	 * preferred to it. */
+	int qplain = proto_accept_encoding_q(ae, "identity");
 	for (size_t i = 0; i < FSD_NSIDECARS; i++) {
-		struct served s;
-		if (!proto_accepts_encoding(ae, fsd_sidecars[i].coding))
-			continue;
-		if ((size_t)snprintf(path, sizeof path, "%s%s", rel, fsd_sidecars[i].ext) >= sizeof path)
+		q[i] = proto_accept_encoding_q(ae, fsd_sidecars[i].coding);
+		size_t j = i;
+		for (; j > 0 && q[order[j - 1]] < q[i]; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	for (size_t k = 0; k < FSD_NSIDECARS; k++) {
+		size_t i = order[k];
+		if (q[i] <= 0 || q[i] < qplain)
 			return;
-		if (open_served(rq, path, false, &s, NULL) < 0)
-			continue;
-		const struct statx_timestamp *a = &s.f.stx.stx_mtime, *b = &rp->f.stx.stx_mtime;
-		bool fresh = a->tv_sec > b->tv_sec ||
-		             (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
-		if (!fresh) {
-			close(s.f.fd);
-			continue;
-		}
-		close(rp->f.fd);
-		rp->f = s.f;
-		rp->encoding = fsd_sidecars[i].coding;
-		return;
+		if (try_sidecar(rq, rel, rp, i))
+			return;
 	}
 }
 

@@ -8,7 +8,8 @@ mkdir -p "$D/d"
 echo one > "$D/d/a.txt"
 printf 'plain text, long enough to be worth compressing\n' > "$D/f.txt"
 gzip -c "$D/f.txt" > "$D/f.txt.gz"
-touch -r "$D/f.txt" "$D/f.txt.gz"
+printf 'BROTLI' > "$D/f.txt.br"
+touch -r "$D/f.txt" "$D/f.txt.gz" "$D/f.txt.br"
 
 cat > "$T/json.conf" <<EOF2
 [server]
@@ -39,9 +40,16 @@ checks() {
 	check "Accept-Encoding: gzip -> the .gz sidecar" "gzip" "$(coding gzip)"
 	check "Accept-Encoding: x-gzip -> the .gz sidecar" "gzip" "$(coding x-gzip)"
 	check "Accept-Encoding: gzip;q=0 -> the plain file" "" "$(coding 'gzip;q=0')"
-	check "Accept-Encoding: *;q=0.5, gzip;q=0 -> the plain file" "" \
+	check "Accept-Encoding: *;q=0.5, gzip;q=0 -> br, never gzip" "br" \
 		"$(coding '*;q=0.5, gzip;q=0')"
-	check "Accept-Encoding: br -> the plain file (no .br)" "" "$(coding br)"
+	check "Accept-Encoding: zstd -> the plain file (no .zst)" "" "$(coding zstd)"
+	# the client's weights choose among the sidecars, ties going to br
+	check "Accept-Encoding: gzip, br -> br" "br" "$(coding 'gzip, br')"
+	check "Accept-Encoding: br;q=0.1, gzip -> gzip" "gzip" "$(coding 'br;q=0.1, gzip')"
+	check "Accept-Encoding: br;q=0.5, gzip;q=0.8, identity -> the plain file" "" \
+		"$(coding 'br;q=0.5, gzip;q=0.8, identity')"
+	check "Accept-Encoding: br;q=0.5, *;q=0.9 -> gzip (any other)" "gzip" \
+		"$(coding 'br;q=0.5, *;q=0.9')"
 	stop_daemon
 
 	start_daemon -c "$T/json.conf"
