@@ -666,6 +666,8 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 	    !S_ISREG(sx.stx_mode) ||
 	    ((large = sx.stx_size > fsd->conf.small_file_max) ? !fc->max_fd :
 	     sx.stx_size > fsd->conf.fcache_bytes / 4) ||
+	    /* (before 1970: static.c's way, with no Last-Modified) */
+	    sx.stx_mtime.tv_sec < 0 ||
 	    proto_httpdate_format((time_t)sx.stx_mtime.tv_sec, e->lastmod) < 0) {
 		close(fd);
 		return false;

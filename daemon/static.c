@@ -255,8 +255,12 @@ static void repr_make(struct fsd_req *rq, struct repr *rp, struct served *sv,
 	                rp->f.stx.stx_mtime.tv_sec, rp->f.stx.stx_mtime.tv_nsec,
 	                rp->encoding ? suffix : NULL, rp->etag);
 	rp->mtime = (time_t)rp->f.stx.stx_mtime.tv_sec;
-	if (proto_httpdate_format(rp->mtime, rp->lastmod) < 0)
+	/* A time before 1970 is none to the conditionals (proto/cond.h:
+	 * negative), so it is sent as none too: no Last-Modified. */
+	if (rp->mtime < 0 || proto_httpdate_format(rp->mtime, rp->lastmod) < 0) {
 		rp->mtime = -1;
+		rp->lastmod[0] = 0;
+	}
 	rp->v.etag = rp->etag;
 	rp->v.lastmod = rp->lastmod;
 }

@@ -6,6 +6,8 @@ mkdir -p "$D"
 python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 400)' > "$D/data.bin"   # 102400 bytes
 touch -d '2020-01-02 03:04:05 UTC' "$D/data.bin"
 printf 'small file\n' > "$D/small.txt"
+printf 'old\n' > "$D/y1965.txt"
+touch -d '1965-01-01 00:00:00 UTC' "$D/y1965.txt"
 printf 'plain text body\n' > "$D/page.txt"
 printf 'BROTLI' > "$D/page.txt.br"
 printf 'ZSTD' > "$D/page.txt.zst"
@@ -55,6 +57,13 @@ checks() {
 		"$(hdr Content-Length /data.bin -H "If-None-Match: $etag")"
 	check "... from the small-file cache too" "$(hdr Content-Length /small.txt)" \
 		"$(hdr Content-Length /small.txt -H "If-None-Match: $(hdr ETag /small.txt)")"
+	# a time before 1970 is no modification date (RFC 9110 8.8.2, 13.1.4)
+	check "before 1970: no Last-Modified" "" "$(hdr Last-Modified /y1965.txt)"
+	check "... twice (cached or not)" "" "$(hdr Last-Modified /y1965.txt)"
+	check "... If-Unmodified-Since is false: 412" 412 \
+		"$(code /y1965.txt -H 'If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT')"
+	check "... If-Modified-Since is ignored: 200" 200 \
+		"$(code /y1965.txt -H 'If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT')"
 
 	# single ranges: status, Content-Range, exact bytes
 	local spec want first last
