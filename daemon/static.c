@@ -383,8 +383,19 @@ static void serve_file(struct fsd_req *rq, struct served *sv,
 	fsd_req_respond(rq, MHD_HTTP_OK, resp, size);
 }
 
-/* "/dir" → 301 "/dir/" keeping the query; the path is re-encoded from
- * its decoded form so that the Location is always a clean URL. */
+/* Whether the target as sent ends its path with '/': "/d/.." does not,
+ * though its path without dot segments ("/") does, and a listing sent
+ * there would have its relative links resolved from "/d/". */
+static bool raw_slash(const char *uri)
+{
+	size_t n = strcspn(uri, "?#");
+
+	return n && uri[n - 1] == '/';
+}
+
+/* "/dir" → 301 "/dir/" (and "/a/b/.." → "/a/") keeping the query; the
+ * path is re-encoded from its decoded form so that the Location is
+ * always a clean URL. */
 static void redirect_slash(struct fsd_req *rq, const struct proto_target *t)
 {
 	size_t cap = 3 * t->pathlen + t->querylen + 4;
@@ -395,7 +406,8 @@ static void redirect_slash(struct fsd_req *rq, const struct proto_target *t)
 		return;
 	}
 	size_t n = proto_url_encode(t->path, t->pathlen, loc, cap, PROTO_ENC_KEEP_SLASH);
-	loc[n++] = '/';
+	if (!t->trailing_slash)
+		loc[n++] = '/';
 	if (t->query) {
 		loc[n++] = '?';
 		memcpy(loc + n, t->query, t->querylen);
@@ -413,7 +425,7 @@ static void serve_dir(struct fsd_req *rq, struct served *d,
 {
 	int r;
 
-	if (!t->trailing_slash) {
+	if (!t->trailing_slash || !raw_slash(rq->uri)) {
 		close(d->f.fd);
 		redirect_slash(rq, t);
 		return;

@@ -44,6 +44,12 @@ checks() {
 	check "301 for a directory without /" 301 "$(code /withindex)"
 	check "301 Location" "$URL/withindex/?a=1" \
 		"$(curl -s -o /dev/null -w '%{redirect_url}' "$URL/withindex?a=1")"
+	# a directory named by a final dot segment: the listing's relative
+	# links would resolve from the wrong place, so it is redirected too
+	check "/dir/sub/.. -> 301 /dir/" "$URL/dir/?a=1" \
+		"$(curl -s --path-as-is -o /dev/null -w '%{redirect_url}' "$URL/dir/sub/..?a=1")"
+	check "/dir/sub/. -> 301 /dir/sub/" "$URL/dir/sub/" \
+		"$(curl -s --path-as-is -o /dev/null -w '%{redirect_url}' "$URL/dir/sub/.")"
 	check "root listing or index" 200 "$(code /)"
 
 	# errors
