@@ -189,35 +189,32 @@ etag() {
 	curl -sk -o /dev/null -D - "$1" | tr -d '\r' | awk -F': ' 'tolower($1) == "etag" { print $2 }'
 }
 
-# wrk's script: four files, one of them asked for with If-None-Match;
-# counts statuses, and 200s for the conditional file (its body starts
-# "conditional"), over all threads.
+# wrk's script: five files; counts statuses over all threads. (No
+# conditional request: a 304 carries the 200's Content-Length, and
+# wrk's parser, against RFC 9112 6.3, waits for a body after it; the
+# 304s are checked with curl before and after the load.)
 cat > "$T/fleet.lua" <<'LUA'
 local threads = {}
 function setup(thread) table.insert(threads, thread) end
 function init(args)
-	statuses, cond200, n = {}, 0, 0
-	etag = os.getenv("FLEET_ETAG")
+	statuses, n = {}, 0
 end
 function request()
 	n = n + 1
 	if n % 5 == 0 then
-		return wrk.format("GET", "/cond.txt", { ["If-None-Match"] = etag })
+		return wrk.format("GET", "/cond.txt")
 	end
 	return wrk.format("GET", "/f" .. (n % 5) .. ".txt")
 end
 function response(status, headers, body)
 	statuses[status] = (statuses[status] or 0) + 1
-	if status == 200 and body:sub(1, 11) == "conditional" then cond200 = cond200 + 1 end
 end
 function done(summary, latency, requests)
-	local tot, c = {}, 0
+	local tot = {}
 	for _, t in ipairs(threads) do
 		for k, v in pairs(t:get("statuses")) do tot[k] = (tot[k] or 0) + v end
-		c = c + t:get("cond200")
 	end
 	for k, v in pairs(tot) do io.write(string.format("status %d %d\n", k, v)) end
-	io.write(string.format("cond200 %d\n", c))
 	io.write(string.format("requests %d\n", summary.requests))
 	local e = summary.errors
 	io.write(string.format("errors %d %d %d %d\n", e.connect, e.read, e.write, e.timeout))
@@ -302,7 +299,7 @@ checks() {
 	n1_before=$(sum_metric "http://${ADDR[1]}:$S/metrics")
 	n1_hp_before=$(hp_answered n1)
 	before_fe=$(hp_field www FRONTEND req_tot)
-	FLEET_ETAG=$et timeout 30 wrk -t2 -c12 -d6s --timeout 10s -s "$T/fleet.lua" "$HTTPS/" \
+	timeout 30 wrk -t2 -c12 -d6s --timeout 10s -s "$T/fleet.lua" "$HTTPS/" \
 		>"$T/wrk.out" 2>&1 &
 	local wpid=$! rc
 	sleep 1.5
@@ -322,19 +319,15 @@ checks() {
 		"$(cmp -s "$T/root-2/big.bin" "$T/big.got" && echo same)"
 	{ wait "${NPID[3]}"; } 2>/dev/null
 	unset 'NPID[2]' 'NPID[3]'
-	sed 's/^/# wrk: /' "$T/wrk.out" | grep -E 'status|cond200|requests|errors|Requests/sec'
+	sed 's/^/# wrk: /' "$T/wrk.out" | grep -E 'status|requests|errors|Requests/sec'
 
-	local total s5 other s304
+	local total s5 other
 	total=$(awk '$1 == "requests" { print $2 }' "$T/wrk.out")
 	s5=$(awk '$1 == "status" && $2 >= 500 { s += $3 } END { print s + 0 }' "$T/wrk.out")
-	other=$(awk '$1 == "status" && $2 != 200 && $2 != 304 { s += $3 } END { print s + 0 }' "$T/wrk.out")
-	s304=$(awk '$1 == "status" && $2 == 304 { print $3 }' "$T/wrk.out")
+	other=$(awk '$1 == "status" && $2 != 200 { s += $3 } END { print s + 0 }' "$T/wrk.out")
 	check_match "wrk made requests" '^[1-9][0-9]+$' "$total"
 	check "no 5xx through HAProxy" 0 "$s5"
-	check "nothing but 200 and 304" 0 "$other"
-	check_match "conditional requests got 304" '^[1-9]' "$s304"
-	check "no conditional request got a 200 from any node" "cond200 0" \
-		"$(grep '^cond200' "$T/wrk.out")"
+	check "nothing but 200" 0 "$other"
 	# a request in flight on the killed node when its connection broke
 	# after part of the answer cannot be replayed: at most one per
 	# connection (wrk's timeouts only count answers slower than 10 s)
