@@ -201,7 +201,11 @@ static bool from_cache(struct fsd_req *rq, struct lst_run *r, const struct statx
 	char variant[64 + 4096];
 	bool whole = !so->after && !so->limit && variant_of(r, variant, sizeof variant);
 
-	if (lcache_open(&it, dir, so) != 1 || it.end - it.i > LST_CACHE_WHOLE)
+	/* The cache keeps name order: sort=none, the directory's own order,
+	 * would come back in another, under another ETag, whenever the
+	 * cache filled or was dropped. */
+	if (so->sort == LK_SORT_NONE ||
+	    lcache_open(&it, dir, so) != 1 || it.end - it.i > LST_CACHE_WHOLE)
 		return false;
 	struct lc_body *kept = whole ? lcache_body_find(&it, variant) : NULL;
 	fsd_log(LOG_DEBUG, "listing of %s from the cache%s", r->urlpath,

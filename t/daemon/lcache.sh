@@ -21,7 +21,7 @@ fresh() { python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d"; }
 
 ORDERS='sort=name sort=size sort=size&order=desc sort=mtime sort=name&order=desc
 sort=size&dirsfirst=1 sort=name&dirsfirst=1&order=desc limit=2 limit=2&after=f2
-limit=2&after=f3&order=desc format=json format=html'
+limit=2&after=f3&order=desc format=json format=html sort=none'
 # bodies NAME: every order's body and ETag into $T/NAME
 bodies() {
 	local by
@@ -60,7 +60,8 @@ checks() {
 	check "a repeat came from the cache" yes "$([ "$(hits_reach 1)" -ge 1 ] && echo yes)"
 	# ... are the orders of the cache, byte for byte, ETags included.
 	# (the orders are asked again until all of them came from it)
-	n=$(echo $ORDERS | wc -w)
+	# (sort=none, the directory's own order, is never from the cache)
+	n=$(( $(echo $ORDERS | wc -w) - 1 ))
 	local h0 got=
 	for try in 1 2 3; do
 		h0=$(hits)
