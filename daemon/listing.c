@@ -137,6 +137,7 @@ static bool run_start(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir
 		.pathlen = strlen(r->urlpath),
 		.sort = r->p.sort,
 		.desc = r->p.q.desc,
+		.dirs_first = r->p.q.dirs_first,
 		.limit = r->p.q.limit,
 	};
 	FSD_M_INC(listings);

@@ -39,21 +39,24 @@ int lst_params_parse(struct lst_params *p, const char *uri,
 	r = proto_listq_parse(q, ql, p->qbuf, ql + 1, &p->q);
 	if (r < 0)
 		return 400;
-	/* ?dirs=first, as fileserverd(8) documents it, besides dirsfirst=1 */
+	/* ?dirs=first, as fileserverd(8) documents it, besides dirsfirst=1;
+	 * any other value, or one that cannot be read, is a bad one */
 	if (q) {
 		char v[8];
 		r = proto_query_get(q, ql, "dirs", v, sizeof v);
 		if (r >= 0 && !strcmp(v, "first"))
 			p->q.dirs_first = true;
-		else if (r >= 0 && strcmp(v, "mixed"))
+		else if (r != -ENOENT)
 			return 400;
 	}
 	if (p->q.limit > LST_MAX_LIMIT)
 		p->q.limit = LST_MAX_LIMIT;
 	p->sort = p->q.sort == PROTO_SORT_DEFAULT ? cfg->sort : p->q.sort;
 	/* A cursor is a name: it only means something in name order
-	 * (lookup.h: LK_SORT_NAME without LK_SCAN_DIRS_FIRST). */
-	if (p->q.after && (p->sort != PROTO_SORT_NAME || p->q.dirs_first))
+	 * (lookup.h: LK_SORT_NAME without LK_SCAN_DIRS_FIRST), and a page
+	 * without a way to the next one would look like the whole. */
+	if ((p->q.after || p->q.limit) &&
+	    (p->sort != PROTO_SORT_NAME || p->q.dirs_first))
 		return 400;
 	p->fmt_given = p->q.format != PROTO_FMT_DEFAULT;
 	if (p->fmt_given)

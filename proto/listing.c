@@ -361,7 +361,9 @@ static int html_th(struct proto_buf *b, const struct proto_listing *l,
 	TRY(proto_buf_printf(b, "<span%s><a href=\"?sort=%s&amp;order=%s",
 	                     !cur ? "" : l->desc ? " class=d" : " class=s",
 	                     sort_word(col), order));
-	if (l->limit)
+	if (l->dirs_first)
+		TRY(proto_buf_puts(b, "&amp;dirs=first"));
+	if (l->limit && col == PROTO_SORT_NAME && !l->dirs_first)
 		TRY(proto_buf_printf(b, "&amp;limit=%llu", l->limit));
 	return proto_buf_printf(b, "\">%s</a></span>", label);
 }

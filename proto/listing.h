@@ -94,8 +94,10 @@ struct proto_listing {
 	 * makes their links toggle asc/desc). */
 	enum proto_list_sort sort;
 	bool desc;
+	bool dirs_first;         /* kept in the HTML column-header links */
 	/* limit=N to keep in the HTML column-header and next-page links
-	 * (0: none). */
+	 * (0: none); pages exist only in name order without dirs_first, so
+	 * the other columns' links drop it. */
 	unsigned long long limit;
 	/* private */
 	unsigned long long proto__count;

@@ -104,6 +104,9 @@ print(e["name"], e["type"], e["size"], e["mode"])')"
 		"$(curl -s "$URL/k1/?format=json&order=desc&limit=2&after=f0996" |
 		   python3 -c 'import json,sys; print(*[e["name"] for e in json.load(sys.stdin)["entries"]])')"
 	check "after= with sort=size is refused" 400 "$(code "/k1/?sort=size&after=f0001")"
+	# a page needs a way to the next one: only name order has it
+	check "limit= with sort=size is refused" 400 "$(code "/k1/?sort=size&limit=2")"
+	check "limit= with dirs=first is refused" 400 "$(code "/k1/?dirs=first&limit=2")"
 
 	# gzip: same bytes as the plain body, small and streamed.
 	for d in e1 k1 k100; do
@@ -174,6 +177,10 @@ print(e["name"], e["type"], e["size"], e["mode"])')"
 	check "bad sort -> 400" 400 "$(code "/k1/?sort=color")"
 	check "bad format -> 400" 400 "$(code "/k1/?format=xml")"
 	check "bad limit -> 400" 400 "$(code "/k1/?limit=0")"
+	check "dirs=first -> 200" 200 "$(code "/k1/?dirs=first")"
+	check "dirs=firstxxxxx -> 400" 400 "$(code "/k1/?dirs=firstxxxxx")"
+	check "dirs=%zz -> 400" 400 "$(code "/k1/?dirs=%zz")"
+	check "dirs=last -> 400" 400 "$(code "/k1/?dirs=last")"
 	check "directory without slash -> 301" 301 "$(code /k1)"
 	check "missing directory -> 404" 404 "$(code /nope/)"
 	check_match "HTML title" "<title>Index of /k1/</title>" "$(curl -s "$URL/k1/")"

@@ -512,24 +512,32 @@ START_TEST(html_sort_links)
 	ck_assert(has(&b, "<span><a href=\"?sort=size&amp;order=asc\">Size</a></span>"));
 	ck_assert(has(&b, "<span><a href=\"?sort=mtime&amp;order=asc\">Last modified</a></span>"));
 	ck_assert(!has(&b, "href=\"../\""));       /* root: no parent */
-	/* size desc with a limit: Size flips back to asc, limit kept */
+	/* name desc with a limit: Name flips back to asc and keeps the
+	 * limit; Size, which has no pages, drops it */
 	b.len = 0;
-	l.sort = PROTO_SORT_SIZE;
 	l.desc = true;
 	l.limit = 50;
 	ck_assert_int_eq(proto_listing_begin(&l, &b), 0);
-	ck_assert(has(&b, "class=d><a href=\"?sort=size&amp;order=asc&amp;limit=50\">Size</a>"));
-	ck_assert(has(&b, "<span><a href=\"?sort=name&amp;order=asc&amp;limit=50\">Name</a></span>"));
+	ck_assert(has(&b, "class=d><a href=\"?sort=name&amp;order=asc&amp;limit=50\">Name</a>"));
+	ck_assert(has(&b, "<span><a href=\"?sort=size&amp;order=asc\">Size</a></span>"));
 	ck_assert_int_eq(proto_listing_end(&l, &b, "a b&c", 5), 0);
-	ck_assert(has(&b, "<a rel=\"next\" href=\"?sort=size&amp;order=desc&amp;limit=50&amp;after=a%20b%26c\">"));
+	ck_assert(has(&b, "<a rel=\"next\" href=\"?sort=name&amp;order=desc&amp;limit=50&amp;after=a%20b%26c\">"));
 	ck_assert(has(&b, "<p class=n>0 entries</p>"));
+	/* dirs first: kept in every column's link; no pages there */
+	struct proto_buf d = { 0 };
+	struct proto_listing ld = { .format = PROTO_FMT_HTML, .path = "/", .pathlen = 1,
+	                            .dirs_first = true, .limit = 50 };
+	ck_assert_int_eq(proto_listing_begin(&ld, &d), 0);
+	ck_assert(has(&d, "<a href=\"?sort=size&amp;order=asc&amp;dirs=first\">Size</a>"));
+	ck_assert(has(&d, "<a href=\"?sort=name&amp;order=desc&amp;dirs=first\">Name</a>"));
+	proto_buf_free(&d);
 	/* the Link header's URL */
 	b.len = 0;
 	l.path = "/a b/";
 	l.pathlen = 5;
 	ck_assert_int_eq(proto_listing_next_url(&l, &b, "x&y\xff", 4), 0);
-	ck_assert_uint_eq(b.len, strlen("/a%20b/?sort=size&order=desc&limit=50&after=x%26y%FF"));
-	ck_assert_int_eq(memcmp(b.data, "/a%20b/?sort=size&order=desc&limit=50&after=x%26y%FF", b.len), 0);
+	ck_assert_uint_eq(b.len, strlen("/a%20b/?sort=name&order=desc&limit=50&after=x%26y%FF"));
+	ck_assert_int_eq(memcmp(b.data, "/a%20b/?sort=name&order=desc&limit=50&after=x%26y%FF", b.len), 0);
 	b.len = 0;
 	l.format = PROTO_FMT_JSON;
 	l.sort = PROTO_SORT_DEFAULT;
