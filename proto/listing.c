@@ -550,12 +550,20 @@ int proto_listing_begin(struct proto_listing *l, struct proto_buf *b)
 
 	l->proto__count = 0;
 	switch (l->format) {
-	case PROTO_FMT_JSON:
+	case PROTO_FMT_JSON: {
+		bool bad = false;
+		/* as for names: bytes that are not UTF-8 also go exact, as
+		 * path_pct */
 		if ((r = proto_buf_puts(b, "{\"path\":")) < 0 ||
-		    (r = proto_json_string(b, l->path, l->pathlen, NULL)) < 0 ||
-		    (r = proto_buf_puts(b, ",\"entries\":[\n")) < 0)
+		    (r = proto_json_string(b, l->path, l->pathlen, &bad)) < 0)
 			break;
+		if (bad && ((r = proto_buf_puts(b, ",\"path_pct\":\"")) < 0 ||
+		            (r = put_encoded(b, l->path, l->pathlen, PROTO_ENC_KEEP_SLASH)) < 0 ||
+		            (r = proto_buf_puts(b, "\"")) < 0))
+			break;
+		r = proto_buf_puts(b, ",\"entries\":[\n");
 		break;
+	}
 	case PROTO_FMT_NDJSON:
 		break;
 	default:

@@ -32,8 +32,9 @@
  *    back byte-exact from any JSON parser. Each byte that is not part of
  *    valid UTF-8 (overlong forms, surrogates, > U+10FFFF, stray
  *    continuation bytes) becomes \ufffd, and the entry then also carries
- *    "name_pct" (resp. "target_pct"): the exact bytes, percent-encoded
- *    as in an href, from which the name can be recovered.
+ *    "name_pct" (resp. "target_pct"; "path_pct" for the document's
+ *    path): the exact bytes, percent-encoded as in an href, from which
+ *    the name can be recovered.
  *
  * JSON shape (one document):
  *   {"path":"/dir/","entries":[

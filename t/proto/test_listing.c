@@ -368,6 +368,18 @@ START_TEST(json_exact_document)
 	struct jctx c;
 	ck_assert(jdoc(&c, b.data, b.len));
 	ck_assert(c.next_null);
+
+	/* a path that is not UTF-8: lossy "path", exact "path_pct" */
+	b.len = 0;
+	l.path = "/\xff d/";
+	l.pathlen = 5;
+	ck_assert_int_eq(proto_listing_begin(&l, &b), 0);
+	ck_assert_int_eq(proto_listing_end(&l, &b, NULL, 0), 0);
+	static const char lossy[] = "{\"path\":\"/\\ufffd d/\",\"path_pct\":\"/%FF%20d/\","
+		"\"entries\":[\n],\"next\":null}\n";
+	ck_assert_uint_eq(b.len, sizeof lossy - 1);
+	ck_assert_int_eq(memcmp(b.data, lossy, b.len), 0);
+	ck_assert(jdoc(&c, b.data, b.len));
 	proto_buf_free(&b);
 }
 END_TEST
