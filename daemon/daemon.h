@@ -155,6 +155,8 @@ struct fsd_hdrs {
 struct fsd_worker;
 struct fsd_body_watch;
 
+struct lst_stream;
+
 struct fsd_req {
 	struct fsd_worker *w;
 	struct MHD_Connection *conn;   /* NULL once abandoned */
@@ -184,6 +186,13 @@ struct fsd_req {
 	void (*resp_put)(void *arg);
 	void *resp_arg;
 	uint64_t body_len;             /* for the access log */
+	/* Body bytes logged and counted beside body_len, which the
+	 * connection's accounting (sent.h, tls.c) reads as a file body's:
+	 * an error or redirect page, and what a streamed listing handed to
+	 * libmicrohttpd (stream, until either of the two ends). */
+	uint32_t page_len;
+	struct lst_stream *stream;
+	uint64_t stream_bytes;
 	/* Counting a body cut short (sent.h): bytes written on the socket
 	 * before this response, and the length of its header. */
 	bool sock0_set;

@@ -58,4 +58,8 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
  */
 void fsd_listing_stop(struct fsd_worker *w);
 
+/* The request @rq ends: its streamed listing, if any, counts into
+ * rq->stream_bytes no longer. */
+void fsd_listing_detach(struct fsd_req *rq);
+
 #endif

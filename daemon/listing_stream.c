@@ -45,6 +45,7 @@
 
 struct lst_stream {
 	struct lst_run r;
+	struct fsd_req *rq;  /* counts what is given, until it ends */
 	struct fsd_worker *w;
 	struct MHD_Connection *conn;
 	struct MHD_Response *resp;
@@ -238,7 +239,16 @@ static void cork(struct lst_stream *s, bool on)
 static ssize_t give(struct lst_stream *s, ssize_t k)
 {
 	cork(s, true);
+	if (s->rq)
+		s->rq->stream_bytes += (uint64_t)k;
 	return k;
+}
+
+void fsd_listing_detach(struct fsd_req *rq)
+{
+	if (rq->stream)
+		rq->stream->rq = NULL;
+	rq->stream = NULL;
 }
 
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -288,6 +298,8 @@ static void stream_free(void *cls)
 {
 	struct lst_stream *s = cls;
 
+	if (s->rq)
+		s->rq->stream = NULL;
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -323,6 +335,8 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	s->r = *r;
 	memset(r, 0, sizeof *r);
 	s->w = rq->w;
+	s->rq = rq;
+	rq->stream = s;
 	s->conn = rq->conn;
 	s->resp = resp;
 	s->spill = -1;

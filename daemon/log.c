@@ -518,9 +518,10 @@ void fsd_access_log(const struct fsd_req *rq)
 	n += put_quoted(line + n, room_for(room, n, 900), rq->uri);
 	line[n++] = ' ';
 	n += put_quoted(line + n, room_for(room, n, 900), rq->version);
-	if (rq->body_len)
+	uint64_t bytes = rq->body_len + rq->page_len + rq->stream_bytes;
+	if (bytes)
 		n += (size_t)snprintf(line + n, room - n, "\" %u %llu \"",
-		                      rq->status, (unsigned long long)rq->body_len);
+		                      rq->status, (unsigned long long)bytes);
 	else
 		n += (size_t)snprintf(line + n, room - n, "\" %u - \"", rq->status);
 	n += put_quoted(line + n, room_for(room, n, 450), rq->h.referer);

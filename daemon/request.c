@@ -2,6 +2,7 @@
 
 #include "daemon/sent.h"
 #include "daemon/daemon.h"
+#include "daemon/listing.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/reqhdr.h"
@@ -59,6 +60,7 @@ static void req_unref(struct fsd_req *rq)
 {
 	if (--rq->refs)
 		return;
+	fsd_listing_detach(rq);
 	if (rq->group)
 		lk_group_free(rq->group);
 	resp_release(rq);
@@ -271,11 +273,13 @@ void fsd_completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!rq)
 		return;
 	*con_cls = NULL;
+	fsd_listing_detach(rq);
 	/* A body cut short is logged with the bytes that left (sent.h). */
 	fsd_sent_end(rq, conn, toe);
 	if (rq->state != RQ_NEW)
 		fsd_m_request_end(rq->state == RQ_QUEUED, rq->method, rq->status,
-		                  fibril_now_ns() - rq->start_ns, rq->body_len);
+		                  fibril_now_ns() - rq->start_ns,
+		                  rq->body_len + rq->page_len + rq->stream_bytes);
 	if (rq->state == RQ_QUEUED)
 		fsd_access_log(rq);
 	else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

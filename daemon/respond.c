@@ -17,6 +17,15 @@
 
 #define ALLOW "GET, HEAD, OPTIONS"
 
+/* The page's body, as the access log counts it: none for HEAD. */
+static uint32_t page_len(const struct fsd_req *rq, unsigned status)
+{
+	size_t len;
+
+	proto_errpage(status, &len);
+	return rq->method == FSD_M_HEAD ? 0 : (uint32_t)len;
+}
+
 static struct MHD_Response *page(unsigned status)
 {
 	size_t len;
@@ -50,6 +59,7 @@ void fsd_req_error(struct fsd_req *rq, unsigned status)
 	rq->resp = resp;
 	rq->status = status;
 	rq->body_len = 0;
+	rq->page_len = page_len(rq, status);
 }
 
 int fsd_req_refuse_raw(struct fsd_req *rq, unsigned status)
@@ -79,6 +89,7 @@ int fsd_req_refuse_raw(struct fsd_req *rq, unsigned status)
 		return -errno;
 	rq->status = status;
 	rq->body_len = 0;
+	rq->page_len = page_len(rq, status);
 	rq->close = true;
 	return 0;
 }
@@ -90,6 +101,8 @@ void fsd_req_redirect(struct fsd_req *rq, unsigned status, const char *location)
 	if (resp)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
 	fsd_req_respond(rq, status, resp, 0);
+	if (resp && rq->resp == resp)
+		rq->page_len = page_len(rq, status);
 }
 
 void fsd_req_options(struct fsd_req *rq)

@@ -245,8 +245,9 @@ def counters(url, surl, root):
         st, _, body = fetch(url + "/" + f)
         check("GET /%s is 200" % f, st == 200, str(st))
         sizes.append(len(body))
+    pages = 0                   # error pages count as sent bytes too
     for p in ("/missing-1", "/missing-2"):
-        fetch(url + p)
+        pages += len(fetch(url + p)[2])
     st, _, listing = fetch(url + "/d/")
     check("listing answered", st == 200, str(st))
     n = len(names) + 1
@@ -259,7 +260,7 @@ def counters(url, surl, root):
     check("a 404 counts as 4xx", val(m, "fileserverd_requests_total", **ok4) -
           val(base, "fileserverd_requests_total", **ok4) == 2)
     sent = val(m, "fileserverd_sent_bytes_total") - val(base, "fileserverd_sent_bytes_total")
-    want_b = sum(sizes) + len(listing) + sc.bytes - sc.last
+    want_b = sum(sizes) + pages + len(listing) + sc.bytes - sc.last
     check("bytes sent grow by the bodies", sent == want_b,
           "grew by %d, expected %d" % (sent, want_b))
     check("a listing counts", val(m, "fileserverd_listings_total") -

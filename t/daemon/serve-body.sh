@@ -87,6 +87,21 @@ want += b"\r\n--" + b + b"--\r\n"
 print("ok" if body == want else "body differs (%d vs %d bytes)" % (len(body), len(want)))
 PY
 )"
+
+	# 4. bodies that are not a file's count too: an error page, a
+	# redirect's, and a streamed listing (of a directory of 256 KiB or
+	# more: 12,000 names), whose length no header gives
+	local n
+	n=$(curl -s -o /dev/null -w '%{size_download}' "$URL/missing")
+	check_match "a 404 page: its size logged" "\" 404 $n \"" "$(log_line '"GET /missing ')"
+	n=$(curl -s -o /dev/null -w '%{size_download}' "$URL/dir")
+	check_match "a 301 page: its size logged" "\" 301 $n \"" "$(log_line '"GET /dir ')"
+	n=$(curl -s -o /dev/null -w '%{size_download}' "$URL/many/")
+	check_match "a streamed listing: its size logged" "\" 200 $n \"" "$(log_line '"GET /many/ ')"
+	check "a HEAD's 404 logs no bytes" yes \
+		"$(curl -s -o /dev/null -I "$URL/missing2"; log_line '"HEAD /missing2 ' | grep -q '" 404 - "' && echo yes)"
 }
 
+mkdir -p "$D/many"
+(cd "$D/many" && python3 -c 'for i in range(12000): open("n%06d" % i, "w").close()')
 run_backends checks
