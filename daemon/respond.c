@@ -235,7 +235,15 @@ void fsd_req_fs_error(struct fsd_req *rq, const char *what, const char *path, in
 	case ENOENT: case ENOTDIR: case EXDEV:
 		status = 404;
 		break;
-	case EACCES: case EPERM: case ELOOP: case ENXIO:
+	case EACCES: case EPERM:
+		/* a file the service user may not read: worth a look */
+		fsd_log_fs(LOG_NOTICE, what, path, err);
+		status = 403;
+		break;
+	case ELOOP: case ENXIO:
+		/* the symlinks policy, or a FIFO, socket or device: refused
+		 * by rule */
+		fsd_log_fs(LOG_INFO, what, path, err);
 		status = 403;
 		break;
 	case ENAMETOOLONG:

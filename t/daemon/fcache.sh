@@ -49,6 +49,9 @@ PY
 
 	chmod 000 "$D/a/b/f.txt"
 	check "chmod 000: 403" 403 "$(code /a/b/f.txt)"
+	if wait_for "$T/daemon.err" "\\[notice\\].*a/b/f\\.txt.*Permission denied"; then
+		ok "the unreadable file is logged (notice), with its path and the error"
+	else not_ok "no notice for the unreadable file: $(tail -3 "$T/daemon.err")"; fi
 	chmod 644 "$D/a/b/f.txt"
 	same a/b/f.txt "chmod 644 again"
 
