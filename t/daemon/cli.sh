@@ -167,7 +167,7 @@ CONF
 	check "access log: every request" 10 "$(printf '%s\n' "$all" | grep -c '"GET /hello.txt')"
 	check_match "access log: referer, escaped agent, query" \
 		'"GET /hello.txt\?q=1 HTTP/1.1" 200 6 "http://ref/" "agent \\"quoted\\""' "$all"
-	check_match "access log: 403 without a size" '"GET /private/ HTTP/1.1" 403 - ' "$all"
+	check_match "access log: a 403 with its page's size" '"GET /private/ HTTP/1.1" 403 [1-9][0-9]* ' "$all"
 	check_match "access log: request after SIGUSR1 in the new file" \
 		'"GET /after-hup HTTP/1.1" 404 ' "$(cat "$T/access.log" 2>/dev/null)"
 	check_match "error log: backend logged" "async: backend" "$(cat "$T/error.log")"
