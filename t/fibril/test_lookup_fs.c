@@ -70,14 +70,23 @@ START_TEST(bad_fd_is_an_error)
 }
 END_TEST
 
+/* Creates the empty file @dir/@name. */
+static void touch_in(const char *dir, const char *name)
+{
+	char p[460];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
 /* A directory the engine remembers as local, and a mount placed below
  * it afterwards: a cached open beneath the directory still runs inline,
  * one that would walk into the new mount goes to a backend (whatever
  * that file system is, the remembered answer is not its). */
 START_TEST(mount_below_remembered_dir)
 {
-	char sub[400], p[460];
-	int fd;
+	char sub[400];
 	snprintf(sub, sizeof(sub), "%s/sub", mnt);
 	int dfd = tl_dir_with(mnt, "sub", "f");
 	async_engine_t *e;
@@ -91,10 +100,7 @@ START_TEST(mount_below_remembered_dir)
 	}
 	ck_assert_int_eq(mount("lkfs2", sub, "tmpfs", MS_NOSUID | MS_NODEV,
 			       "size=1m"), 0);
-	snprintf(p, sizeof(p), "%s/g", sub);
-	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	touch_in(sub, "g");
 	long g = tl_submit_open(dfd, "sub/g", O_RDONLY, &pend);
 	ck_assert_int_ge(g, 0);
 	ck_assert_msg(pend, "an open into a mount placed later ran inline");
@@ -146,23 +152,17 @@ static void mount_root_fibril(void *arg)
 
 START_TEST(scan_marks_mount_root)
 {
-	char sub[400], p[460];
+	char sub[400];
 	snprintf(sub, sizeof(sub), "%s/d", mnt);
 	ck_assert_int_eq(mkdir(sub, 0755), 0);
-	snprintf(p, sizeof(p), "%s/f", sub);
-	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	touch_in(sub, "f");
 	snprintf(sub, sizeof(sub), "%s/d/sub", mnt);
 	ck_assert_int_eq(mkdir(sub, 0755), 0);
 	ck_assert_int_eq(mount("lkfs3", sub, "tmpfs", MS_NOSUID | MS_NODEV,
 			       "size=1m"), 0);
 	/* The mounted root holds one name (tmpfs: 60 bytes), the
 	 * directory under it none (40). */
-	snprintf(p, sizeof(p), "%s/g", sub);
-	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	touch_in(sub, "g");
 	lk_root_t *r;
 	ck_assert_int_eq(lk_root_open(mnt, NULL, &r), 0);
 	tl_run_fibril(mount_root_fibril, r);
