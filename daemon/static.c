@@ -180,9 +180,8 @@ static void add_entity_headers(struct MHD_Response *resp, const struct repr *rp)
 	fsd_resp_validators(resp, &rp->v);
 }
 
-/* Precompressed sidecars (FILE.br, FILE.zst, FILE.gz, mime.h): the first
- * one the client accepts that exists, is a regular file and is not older
- * than FILE replaces it. */
+/* Sidecar @i of FILE (FILE.br, FILE.zst, FILE.gz: mime.h) replaces it
+ * when it exists, is a regular file and is not older than FILE. */
 static bool try_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp,
                         size_t i)
 {
@@ -218,8 +217,8 @@ static void pick_sidecar(struct fsd_req *rq, const char *rel, struct repr *rp)
 	rp->v.vary = true;
 	if (!ae)
 		return;
-	/* The client's weights decide (RFC 9110 12.5.3), ties going to the
-	 * smaller coding first; a plain file weighted above a coding is
+	/* The client's weights decide (RFC 9110 12.5.3), ties going in the
+	 * order br, zst, gz; a plain file weighed above a coding is
 	 * preferred to it. */
 	int qplain = proto_accept_encoding_q(ae, "identity");
 	for (size_t i = 0; i < FSD_NSIDECARS; i++) {
