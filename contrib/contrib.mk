@@ -5,7 +5,7 @@
 #   make soak             contrib/bench/soak           (10 min mixed load; leaks)
 # Both need a built fileserverd; listing-bench also t/slowfs/slowfs (built
 # by plain `make` when fuse3 is found).
-dist_noinst_SCRIPTS += contrib/bench/peers.sh contrib/bench/http-bench \
+dist_noinst_SCRIPTS += contrib/bench/peers.sh contrib/bench/stats.sh contrib/bench/http-bench \
 	contrib/bench/listing-bench contrib/bench/soak
 # HAProxy in front of several fileserverd (t/daemon/fleet.sh runs it).
 EXTRA_DIST += contrib/haproxy/haproxy.cfg docs/DEPLOYMENT.md
