@@ -484,7 +484,8 @@ FIBRIL_API int async_cancel(long cookie)
 	if (op->cancel_requested)
 		return 0;
 	op->cancel_requested = 1;
-	if (op->where == ASYNC__IN_POOL || op->where == ASYNC__IN_BGPOOL)
+	if (op->where == ASYNC__IN_POOL || op->where == ASYNC__IN_BGPOOL ||
+	    op->where == ASYNC__IN_BATCHPOOL)
 		(void)async__pool_cancel(e, op);  /* -EBUSY: running, let it finish */
 	else if (op->where == ASYNC__IN_RING)
 		(void)async__uring_cancel(e, op);

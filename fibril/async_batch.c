@@ -1,7 +1,8 @@
 /*
  * Batches of statx calls: the rest of a readdir-then-stat run on a local
- * file system (the policy that says so: async_ahead.c) goes to a pool
- * thread ASYNC__BATCH_MAX calls at a time, run there as plain statx
+ * file system (the policy that says so: async_ahead.c) goes to the
+ * batch pool (async_pool.c: a thread per CPU and one more)
+ * ASYNC__BATCH_MAX calls at a time, run there as plain statx
  * calls in a loop, each as its own caller's user. The submitting thread
  * then pays a few stores per call and one hand-off per batch, instead of
  * an io_uring request each (which costs it about what the statx itself
@@ -80,7 +81,7 @@ static void async__batch_issue(async_engine_t *e)
 	op->cb = async__batch_done;
 	op->cb_arg = b;
 	op->holds = ASYNC__HOLD_CB;
-	(void)async__pool_submit(e, op, false);
+	(void)async__pool_submit_batch(e, op);
 	/* Now, not at the next flush: the pool starts on it while the
 	 * caller reads more names. */
 	async__pool_flush(e);

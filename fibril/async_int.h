@@ -34,7 +34,7 @@ enum { ASYNC__PENDING = 1, ASYNC__DONE = 2 };
 
 /* Where a pending op lives. */
 enum { ASYNC__IN_RING = 1, ASYNC__IN_POOL = 2, ASYNC__IN_BGPOOL = 3,
-       ASYNC__IN_BATCH = 4 };
+       ASYNC__IN_BATCH = 4, ASYNC__IN_BATCHPOOL = 5 };
 
 struct async__owner;
 
@@ -98,6 +98,9 @@ struct async_engine {
 	struct async__pool *pool;   /* always present; threads spawn on demand */
 	struct async__pool *bgpool; /* ASYNC_F_BACKGROUND calls; made on first use */
 	unsigned bg_max;        /* its thread bound */
+	/* Batches of stats (async_batch.c), made on first use: a thread
+	 * per CPU the engine's thread may use, and one more. */
+	struct async__pool *batchpool;
 	uint8_t route_ring[ASYNC_CALL_MAX]; /* 1: this call goes to the ring */
 
 	struct async__op **chunks;
@@ -216,8 +219,10 @@ int async__pool_create(async_engine_t *e, unsigned nthreads, unsigned bg_threads
 /* Sets op->where: the background pool's when @background (and it
  * could be made), else the foreground pool's. */
 int async__pool_submit(async_engine_t *e, struct async__op *op, bool background);
+/* The same, to the batch pool (or the foreground pool without one). */
+int async__pool_submit_batch(async_engine_t *e, struct async__op *op);
 void async__pool_flush(async_engine_t *e);  /* hands queued calls to the threads */
-int async__pool_reap(async_engine_t *e, unsigned budget);   /* both pools */
+int async__pool_reap(async_engine_t *e, unsigned budget);   /* every pool */
 int async__pool_cancel(async_engine_t *e, struct async__op *op); /* 0 or -EBUSY (running) */
 bool async__pool_busy(async_engine_t *e);    /* completions waiting */
 /* Background calls outstanding: their completions may be held back
@@ -226,8 +231,8 @@ bool async__pool_busy(async_engine_t *e);    /* completions waiting */
 bool async__pool_held(async_engine_t *e);
 /* Ops the pools hold: queued, running, or done and not yet reaped. */
 unsigned async__pool_depth(const async_engine_t *e);
-/* Takes one queued call of @call back from the foreground pool and runs
- * it on this thread; false if none was queued. */
+/* Takes one queued call of @call back from the batch or the foreground
+ * pool and runs it on this thread; false if none was queued. */
 bool async__pool_run_here(async_engine_t *e, long call);
 #define ASYNC__BG_HOLD_MS 5
 void async__pool_destroy(async_engine_t *e);

@@ -48,6 +48,7 @@ struct async__pool {
 	unsigned nthreads, idle, busy, qlen, max;
 	bool stop;
 	bool background;        /* threads run at SCHED_IDLE */
+	const char *name;       /* its threads' (top -H, ps -L) */
 	/* The eventfd was written since the done list was last emptied;
 	 * read unlocked by pool_busy(). */
 	atomic_bool signalled;
@@ -60,6 +61,7 @@ static void *async__pool_main(void *arg)
 {
 	struct async__pool *p = arg;
 
+	(void)pthread_setname_np(pthread_self(), p->name);
 	/* Cannot fail for SCHED_IDLE short of a seccomp filter; the calls
 	 * then simply run at normal priority. */
 	if (p->background)
@@ -139,7 +141,8 @@ static void pool_complete(async_engine_t *e, struct async__pool *p,
 	async__complete(e, op, res);
 }
 
-static struct async__pool *pool_new(int efd, unsigned max, bool background)
+static struct async__pool *pool_new(int efd, unsigned max, bool background,
+				    const char *name)
 {
 	struct async__pool *p = calloc(1, sizeof(*p));
 
@@ -155,12 +158,13 @@ static struct async__pool *pool_new(int efd, unsigned max, bool background)
 	pthread_cond_init(&p->cv, NULL);
 	p->efd = efd;
 	p->background = background;
+	p->name = name;
 	return p;
 }
 
 int async__pool_create(async_engine_t *e, unsigned nthreads, unsigned bg_threads)
 {
-	e->pool = pool_new(e->efd, nthreads ? nthreads : 16, false);
+	e->pool = pool_new(e->efd, nthreads ? nthreads : 16, false, "fibril-pool");
 	e->bg_max = bg_threads ? bg_threads : 64;
 	return e->pool ? 0 : -ENOMEM;
 }
@@ -187,17 +191,9 @@ static int async__pool_spawn(struct async__pool *p, pthread_t *t)
 
 static void pool_flush(async_engine_t *e, struct async__pool *p);
 
-int async__pool_submit(async_engine_t *e, struct async__op *op, bool background)
+static int pool_enqueue(async_engine_t *e, struct async__pool *p,
+			struct async__op *op)
 {
-	struct async__pool *p = e->pool;
-
-	/* Without a background pool (out of memory) the call still runs,
-	 * in the foreground. */
-	if (background && !e->bgpool)
-		e->bgpool = pool_new(e->efd, e->bg_max, true);
-	if (background && e->bgpool)
-		p = e->bgpool;
-	op->where = p == e->pool ? ASYNC__IN_POOL : ASYNC__IN_BGPOOL;
 	p->outstanding++;
 	op->pool_state = ASYNC__QUEUED;
 	op->next = NULL;
@@ -211,6 +207,41 @@ int async__pool_submit(async_engine_t *e, struct async__op *op, bool background)
 	else if (p->lcount == 1)
 		async__kick(e);
 	return 0;
+}
+
+int async__pool_submit(async_engine_t *e, struct async__op *op, bool background)
+{
+	struct async__pool *p = e->pool;
+
+	/* Without a background pool (out of memory) the call still runs,
+	 * in the foreground. */
+	if (background && !e->bgpool)
+		e->bgpool = pool_new(e->efd, e->bg_max, true, "fibril-bg");
+	if (background && e->bgpool)
+		p = e->bgpool;
+	op->where = p == e->pool ? ASYNC__IN_POOL : ASYNC__IN_BGPOOL;
+	return pool_enqueue(e, p, op);
+}
+
+/* Cached stats only use CPU: more threads running them than CPUs only
+ * makes the threads take turns, and each turn a thread sleeps costs a
+ * wake-up. On the foreground pool's 16 threads a 100,000-entry loop left
+ * two CPUs 10% idle and took 0.63 of the plain loop's time; on three,
+ * 4% and 0.54 (docs/DESIGN.md, "Batched stat runs"). The one more than
+ * the CPUs keeps a CPU busy while a stat waits for an inode's block. */
+int async__pool_submit_batch(async_engine_t *e, struct async__op *op)
+{
+	if (!e->batchpool) {
+		cpu_set_t set;
+		unsigned n = 1;
+		if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1)
+			n = (unsigned)CPU_COUNT(&set);
+		e->batchpool = pool_new(e->efd, n + 1, false, "fibril-batch");
+	}
+	if (!e->batchpool)
+		return async__pool_submit(e, op, false);
+	op->where = ASYNC__IN_BATCHPOOL;
+	return pool_enqueue(e, e->batchpool, op);
 }
 
 static void pool_flush(async_engine_t *e, struct async__pool *p)
@@ -269,6 +300,7 @@ void async__pool_flush(async_engine_t *e)
 {
 	pool_flush(e, e->pool);
 	pool_flush(e, e->bgpool);
+	pool_flush(e, e->batchpool);
 }
 
 static int pool_reap(async_engine_t *e, struct async__pool *p, unsigned budget)
@@ -313,13 +345,17 @@ int async__pool_reap(async_engine_t *e, unsigned budget)
 {
 	int n = pool_reap(e, e->pool, budget);
 	if (!budget || (unsigned)n < budget)
+		n += pool_reap(e, e->batchpool, budget ? budget - n : 0);
+	if (!budget || (unsigned)n < budget)
 		n += pool_reap(e, e->bgpool, budget ? budget - n : 0);
 	return n;
 }
 
 int async__pool_cancel(async_engine_t *e, struct async__op *op)
 {
-	struct async__pool *p = op->where == ASYNC__IN_BGPOOL ? e->bgpool : e->pool;
+	struct async__pool *p = op->where == ASYNC__IN_BGPOOL ? e->bgpool :
+	                        op->where == ASYNC__IN_BATCHPOOL ? e->batchpool :
+	                        e->pool;
 	struct async__op **pp;
 	int rc = -EBUSY;
 
@@ -356,9 +392,8 @@ int async__pool_cancel(async_engine_t *e, struct async__op *op)
 	return rc;
 }
 
-bool async__pool_run_here(async_engine_t *e, long call)
+static bool pool_run_here(async_engine_t *e, struct async__pool *p, long call)
 {
-	struct async__pool *p = e->pool;
 	struct async__op *op, *prev = NULL;
 
 	if (!p)
@@ -389,6 +424,12 @@ bool async__pool_run_here(async_engine_t *e, long call)
 	return true;
 }
 
+bool async__pool_run_here(async_engine_t *e, long call)
+{
+	return pool_run_here(e, e->batchpool, call) ||
+	       pool_run_here(e, e->pool, call);
+}
+
 /* Unsignalled background completions do not count: the host loop would
  * spin on them instead of sleeping until the batch is signalled. */
 static bool pool_busy(struct async__pool *p)
@@ -401,7 +442,8 @@ static bool pool_busy(struct async__pool *p)
 
 bool async__pool_busy(async_engine_t *e)
 {
-	return pool_busy(e->pool) || pool_busy(e->bgpool);
+	return pool_busy(e->pool) || pool_busy(e->bgpool) ||
+	       pool_busy(e->batchpool);
 }
 
 /* Every 5 ms while any background call is outstanding, even one that
@@ -415,7 +457,8 @@ bool async__pool_held(async_engine_t *e)
 unsigned async__pool_depth(const async_engine_t *e)
 {
 	return (e->pool ? e->pool->outstanding : 0) +
-	       (e->bgpool ? e->bgpool->outstanding : 0);
+	       (e->bgpool ? e->bgpool->outstanding : 0) +
+	       (e->batchpool ? e->batchpool->outstanding : 0);
 }
 
 static void pool_destroy(async_engine_t *e, struct async__pool *p)
@@ -460,6 +503,8 @@ void async__pool_destroy(async_engine_t *e)
 {
 	pool_destroy(e, e->bgpool);
 	e->bgpool = NULL;
+	pool_destroy(e, e->batchpool);
+	e->batchpool = NULL;
 	pool_destroy(e, e->pool);
 	e->pool = NULL;
 }

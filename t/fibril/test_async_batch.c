@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 
 #include "async_check.h"
 #include "fibril/fibril.h"
@@ -144,6 +145,96 @@ START_TEST(run_goes_to_the_pool)
 		ck_assert_msg(ring < 64 && pool > (uint64_t)lp.n - 64,
 		              "ring %lu, pool %lu of %d", (unsigned long)ring,
 		              (unsigned long)pool, lp.n);
+}
+END_TEST
+
+/* The process's threads named @name (the pools name theirs). */
+static int threads_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL) {
+		char path[300], comm[32] = "";
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;  /* gone meanwhile */
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		comm[strcspn(comm, "\n")] = 0;
+		if (strcmp(comm, name) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Cached stats only use CPU: a large directory's loop queues batches
+ * faster than they run, and they run on a pool of their own, one thread
+ * per CPU and one more, not on the foreground pool (which would start a
+ * thread for each batch waiting, up to its 16). On io_uring the
+ * foreground pool takes only the directory's read-ahead and its close. */
+enum { NBIG = 20000 };
+
+START_TEST(batches_take_few_threads)
+{
+	cpu_set_t set;
+	char name[16];
+	struct statx *sb = calloc(NBIG + 2, sizeof(*sb));
+	long *res = calloc(NBIG + 2, sizeof(*res));
+	char (*names)[256] = calloc(NBIG + 2, sizeof(*names));
+	int n = 0;
+
+	ck_assert(sb && res && names);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	ck_assert_int_eq(mkdirat(tdfd, "big", 0755), 0);
+	int big = openat(tdfd, "big", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(big, 0);
+	for (int i = 0; i < NBIG; i++) {
+		snprintf(name, sizeof(name), "b%05d", i);
+		int fd = openat(big, name, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	int pool_before = threads_named("fibril-pool");
+	DIR *dir = fdopendir(openat(big, ".", O_RDONLY | O_DIRECTORY));
+	struct dirent *de;
+	ck_assert_ptr_nonnull(dir);
+	while ((de = readdir(dir)) != NULL) {
+		ck_assert_int_lt(n, NBIG + 2);
+		snprintf(names[n], sizeof(names[0]), "%s", de->d_name);
+		ck_assert_int_ge(async_stat(big, names[n], &sb[n], &res[n]), 0);
+		n++;
+	}
+	closedir(dir);
+	ck_assert_int_eq(wait_for_async(0), 0);
+	int batch = threads_named("fibril-batch");
+	int pool = threads_named("fibril-pool") - pool_before;
+	ck_assert_int_eq(n, NBIG + 2);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(res[i] == 0, "%s: %ld", names[i], res[i]);
+	for (int i = 0; i < NBIG; i++) {
+		snprintf(name, sizeof(name), "b%05d", i);
+		unlinkat(big, name, 0);
+	}
+	close(big);
+	unlinkat(tdfd, "big", AT_REMOVEDIR);
+	free(sb);
+	free(res);
+	free(names);
+	/* (On the threads backend the run's first stats, before it is
+	 * seen to be one, go to the foreground pool one call each.) */
+	if (strcmp(want_backend(), "threads") == 0)
+		pool = 0;
+	ck_assert_msg(batch >= 1 && batch <= CPU_COUNT(&set) + 1 && pool <= 2,
+	              "%d batch threads, %d more in the pool, %d CPUs",
+	              batch, pool, CPU_COUNT(&set));
 }
 END_TEST
 
@@ -365,6 +456,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, thread_loop_every_result);
 	tcase_add_test(tc, run_goes_to_the_pool);
+	tcase_add_test(tc, batches_take_few_threads);
 	tcase_add_test(tc, wait_one_in_partial_batch);
 	tcase_add_test(tc, two_directories_interleaved);
 	tcase_add_test(tc, errors_per_entry);
