@@ -26,7 +26,7 @@ dist_noinst_SCRIPTS += contrib/bench/sftp-bench
 dist_man_MANS += man/fsd-sftp.8
 SFTPD_IT = t/sftpd/proto.sh t/sftpd/leak.sh t/sftpd/sshfs.sh \
 	t/sftpd/users.sh \
-	t/sftpd/batch.sh t/sftpd/slow.sh t/sftpd/oom.sh
+	t/sftpd/batch.sh t/sftpd/slow.sh t/sftpd/scans.sh t/sftpd/oom.sh
 dist_check_SCRIPTS += $(SFTPD_IT)
 EXTRA_DIST += t/sftpd/lib.sh t/sftpd/sftpc.py t/sftpd/oom_shim.c
 TESTS += $(SFTPD_IT)

@@ -2,8 +2,8 @@
 # libfibril's third part (see fibril.mk), built on the core and the async
 # engine: lookup_root.c roots, groups, opens and the engine's call path;
 # lookup_walk.c lookups with options; lookup_scan.c, lookup_flight.c,
-# lookup_share.c, lookup_batch.c, lookup_sort.c directory scans (in
-# that order, each using only those after it); lookup_fs.c which file
+# lookup_share.c, lookup_batch.c, lookup_sort.c, lookup_place.c
+# directory scans (in that order, each using only those after it); lookup_fs.c which file
 # systems are local; lookup_cred.c, lookup_fold.c, lookup_casefold.c
 # credentials and case-insensitive names.
 fibrilinclude_HEADERS += fibril/include/fibril/lookup.h
@@ -14,6 +14,7 @@ fibril_libfibril_la_SOURCES += \
 	fibril/lookup_share.c \
 	fibril/lookup_batch.c \
 	fibril/lookup_sort.c \
+	fibril/lookup_place.c \
 	fibril/lookup_scan.c \
 	fibril/lookup_cred.c \
 	fibril/lookup_fs.c \

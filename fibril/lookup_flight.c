@@ -74,6 +74,7 @@ static void slot_put(struct lk__flight *f, struct lk__slot *s)
 }
 
 static void slot_cb(void *arg, long res);
+static void stopped_report(struct lk__flight *f);
 
 static unsigned long submit_flags(const struct lk__flight *f)
 {
@@ -226,7 +227,7 @@ static void slot_cb(void *arg, long res)
 		if (s->step == ST_TOPEN && res >= 0)
 			async__close_fd((int)res);
 		slot_put(f, s);
-		lk__flight_maybe_free(f);
+		stopped_report(f);
 		return;
 	}
 	f->refs++;
@@ -282,7 +283,7 @@ static void batch_cb(void *arg, long res)
 	if (f->stopped) {
 		f->busy -= b->n;
 		lk__batch_recycle(f, b);
-		lk__flight_maybe_free(f);
+		stopped_report(f);
 		return;
 	}
 	f->refs++;
@@ -401,7 +402,7 @@ static void gd_cb(void *arg, long res)
 	f->gcookie = 0;
 	if (f->stopped) {
 		f->gpending = false;
-		lk__flight_maybe_free(f);
+		stopped_report(f);
 		return;
 	}
 	f->refs++;
@@ -519,7 +520,62 @@ static void stat_ahead_of(struct lk__flight *f, struct lk_scan *c)
 	c->hint = i;
 }
 
+/* ---- places (lookup_place.c) ---- */
+
+static void place_release(struct lk__flight *f);
+
+/* A flight given a place while it waited: started from a completion of
+ * its own, not from inside whatever freed the place (a close, another
+ * flight's callback). */
+static void parked_start(void *arg, long res)
+{
+	struct lk__flight *f = arg;
+	(void)res;
+	f->inflight--;
+	f->start_pending = false;
+	lk__flight_pump(f);
+	lk__flight_notify(f);
+	lk__flight_unref(f);
+}
+
+/* @f has no call in flight: its place, if it held one, goes on. */
+static void place_release(struct lk__flight *f)
+{
+	struct lk__flight *g = lk__place_put(f);
+	if (!g)
+		return;
+	g->refs++;
+	g->start_pending = true;
+	static const unsigned long none[1];
+	long r = lk__submit(NULL, 0, &g->start_res, ASYNC_NOP, none,
+			    parked_start, g);
+	if (r > 0) {
+		g->inflight++;   /* holds the place until the start runs */
+		return;
+	}
+	g->inflight++;
+	parked_start(g, 0);      /* no engine on this thread */
+}
+
+/* A call of stopped flight @f reported. */
+static void stopped_report(struct lk__flight *f)
+{
+	if (f->inflight == 0)
+		place_release(f);
+	lk__flight_maybe_free(f);
+}
+
+static void pump_run(struct lk__flight *f);
+
 void lk__flight_pump(struct lk__flight *f)
+{
+	if (!f->stopped && !f->err && !f->start_pending && lk__place_take(f))
+		pump_run(f);
+	if (f->inflight == 0)
+		place_release(f);
+}
+
+static void pump_run(struct lk__flight *f)
 {
 	bool again = true;
 	while (again && !f->stopped && !f->err) {

@@ -28,6 +28,7 @@ struct lk_root {
 	uint64_t dev, ino;        /* to recognise ".." of the root itself */
 	bool local;               /* on a local mount (lk_fs_local) */
 	struct lk__ccache *cc;    /* case-insensitive names; made on first use */
+	unsigned max_scans;       /* per thread, doing I/O at once; 0: no bound */
 };
 
 LK__HIDDEN void lk__root_ref(lk_root_t *r);
@@ -249,6 +250,11 @@ struct lk__flight {
 	bool gpending;
 	struct lk_scan *consumers;
 	bool notifying;
+	/* lookup_place.c */
+	bool placed, parked;
+	bool start_pending;        /* placed while parked, its start on the way */
+	long start_res;
+	struct lk__flight *next_place;
 };
 
 /* A sorted scan reads all names before its first entry: this many
@@ -303,7 +309,8 @@ LK__HIDDEN int lk__open_wait(lk_root_t *r, const char *relpath, int oflags,
  * lookup_scan.c (the public scan calls) -> lookup_flight.c (drives the
  * flight: submits its calls, handles their completions) ->
  * lookup_share.c (a flight's life and the single-flight table) ->
- * lookup_batch.c (batches of stats) and lookup_sort.c (the order). */
+ * lookup_batch.c (batches of stats), lookup_sort.c (the order) and
+ * lookup_place.c (the bound on flights doing I/O). */
 
 /* lookup_flight.c */
 LK__HIDDEN void lk__flight_pump(struct lk__flight *f);
@@ -323,6 +330,16 @@ LK__HIDDEN void lk__flight_compact(struct lk__flight *f, size_t below);
 /* Until then (fibril_now_ns()), new flights read names through the
  * pool: a getdents that ran inline was slow (lookup_flight.c sets it). */
 extern __thread uint64_t lk__getdents_slow_until;
+
+/* lookup_place.c: whether @f may issue calls now (true), or waits for
+ * a place (false: queued, unless it already was). */
+LK__HIDDEN bool lk__place_take(struct lk__flight *f);
+/* @f has no call in flight: its place goes to the oldest flight of its
+ * root waiting for one, which is returned (placed) for the caller to
+ * start; NULL when none waits (or @f held no place). */
+LK__HIDDEN struct lk__flight *lk__place_put(struct lk__flight *f);
+/* @f is freed or stopped: out of the place lists. */
+LK__HIDDEN void lk__place_forget(struct lk__flight *f);
 
 /* lookup_batch.c: the batches' memory and contents. */
 LK__HIDDEN long lk__batch_run(void *arg);  /* the ASYNC_CALL function */

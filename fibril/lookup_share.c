@@ -37,6 +37,7 @@ static void flight_unlist(struct lk__flight *f)
 static void flight_free(struct lk__flight *f)
 {
 	flight_unlist(f);
+	lk__place_forget(f);
 	if (f->dirfd >= 0)
 		async__close_fd(f->dirfd);
 	for (size_t i = 0; i < f->nrec; i++)
@@ -78,6 +79,9 @@ void lk__flight_deactivate(struct lk__flight *f)
 		return;
 	f->stopped = true;
 	flight_unlist(f);
+	/* A place it holds goes when its last call reports (lookup_flight.c). */
+	if (f->parked)
+		lk__place_forget(f);
 	/* The buffers stay until each call reports back (its callback in
 	 * lookup_flight.c). */
 	for (unsigned i = 0; i < f->nslots; i++)

@@ -29,17 +29,24 @@
 #include "contrib/sftpd/sftpd.h"
 
 #define X__MAX_LISTEN 16
+/* Scans reading at once. Each keeps up to a window of calls in flight,
+ * which is what a slow file system's parallelism needs; more scans at
+ * once only queue in it and delay every other request's calls. */
+#define X__SCANS 2u
 
 static void sftpd__usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-i] [-h]\n"
+	        "usage: fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-s SCANS] [-i] [-h]\n"
 	        "  -r ROOT       serve ROOT as / (default: the current directory)\n"
 	        "  -l ADDR:PORT  listen on a loopback address (repeatable; port 0 picks one);\n"
 	        "                without -l: one connection on stdin/stdout\n"
 	        "  -u USER       serve every connection as USER\n"
+	        "  -s SCANS      directory scans reading the file system at once; the\n"
+	        "                others wait, and identical listings share a waiting one\n"
+	        "                (default %u; 0: no bound)\n"
 	        "  -i            case-insensitive path lookups\n"
-	        "  -h            this help\n");
+	        "  -h            this help\n", X__SCANS);
 }
 
 struct sftpd__listener {
@@ -171,9 +178,12 @@ static void sftpd__on_usr1(struct tevent_context *ev, struct tevent_signal *se,
 	(void)ev; (void)se; (void)signum; (void)count; (void)siginfo;
 	lk_stats(&st);
 	sftpd_log("stats: connections %u, bytes %zu, scans %llu, flights %llu, "
-	          "opens %llu, in flight %u, closing %u", srv->nconns,
-	          talloc_total_size(srv->conns), (unsigned long long)st.live_scans,
+	          "passes %llu, joins %llu, opens %llu, in flight %u, closing %u",
+	          srv->nconns, talloc_total_size(srv->conns),
+	          (unsigned long long)st.live_scans,
 	          (unsigned long long)st.live_flights,
+	          (unsigned long long)st.getdents_passes,
+	          (unsigned long long)st.shared_joins,
 	          (unsigned long long)st.live_ops,
 	          async_engine_inflight(ftev_engine(srv->ft)), srv->closing);
 }
@@ -251,9 +261,10 @@ int main(int argc, char **argv)
 	const char *listen_on[X__MAX_LISTEN];
 	int nlisten = 0, opt;
 	bool icase = false;
+	unsigned scans = X__SCANS;
 	int rc;
 
-	while ((opt = getopt(argc, argv, "r:l:u:ih")) != -1) {
+	while ((opt = getopt(argc, argv, "r:l:u:s:ih")) != -1) {
 		switch (opt) {
 		case 'r': root = optarg; break;
 		case 'l':
@@ -264,6 +275,19 @@ int main(int argc, char **argv)
 			listen_on[nlisten++] = optarg;
 			break;
 		case 'u': user = optarg; break;
+		case 's': {
+			char *end;
+			unsigned long v;
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v > 65536) {
+				fprintf(stderr, "fsd-sftp: -s %s: not a number of scans (0 to 65536)\n",
+				        optarg);
+				return 2;
+			}
+			scans = (unsigned)v;
+			break;
+		}
 		case 'i': icase = true; break;
 		case 'h': sftpd__usage(stdout); return 0;
 		default: sftpd__usage(stderr); return 2;
@@ -285,6 +309,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fsd-sftp: -r %s: %s\n", root, strerror(-rc));
 		return 1;
 	}
+	lk_root_limit_scans(srv->root, scans);
 	async_engine_t *e = NULL;
 	if ((rc = sftpd__start(srv, &e)) != 0)
 		return rc;

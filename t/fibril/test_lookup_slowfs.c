@@ -638,6 +638,131 @@ static int before(void)
 	return 0;
 }
 
+/* ---- a bound on the scans doing I/O at once ---- */
+static void mkfiles(const char *dir, unsigned n)
+{
+	char p[400];
+	snprintf(p, sizeof(p), "%s/%s", back, dir);
+	if (mkdir(p, 0755) != 0)
+		ck_assert_int_eq(errno, EEXIST);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "%s/%s/e%04u", back, dir, i);
+		int fd = open(p, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+}
+
+static long scan_all(lk_scan_t *s)
+{
+	const struct lk_entry *e;
+	size_t n;
+	long total = 0;
+	int rc;
+	while ((rc = lk_scan_next(s, &e, &n)) == 1)
+		total += (long)n;
+	return rc < 0 ? rc : total;
+}
+
+struct lim { long a, b, c; int joinable; uint64_t joins, passes; };
+
+/* A, size-sorted with a window of 8, stats every entry in directory
+ * order whatever its reader does: it has calls in flight for 1,000
+ * stats of 1 ms, eight at a time. B, opened meanwhile, waits, and so
+ * is still joinable long after it would have issued its stats alone;
+ * C, identical to B, joins it. */
+static void lim_scan(void *arg)
+{
+	struct lim *l = arg;
+	struct lk_scan_opts oa = { .sort = LK_SORT_SIZE, .window = 8 };
+	struct lk_scan_opts ob = { .sort = LK_SORT_NAME };
+	struct lk_stats st0, st1;
+	struct statx bdir;
+	lk_scan_t *a, *b, *c;
+	char p[400];
+
+	snprintf(p, sizeof(p), "%s/lim_b", mnt);
+	ck_assert_int_eq(statx(AT_FDCWD, p, 0, STATX_BASIC_STATS, &bdir), 0);
+	lk_stats(&st0);
+	ck_assert_int_eq(lk_scan_open(root, "lim_a", &oa, &a), 0);
+	/* A's directory is open and its flight started before B's. */
+	do {
+		fibril_park_until(fibril_now_ns() + 1000000);
+		lk_stats(&st1);
+	} while (st1.getdents_passes == st0.getdents_passes);
+	ck_assert_int_eq(lk_scan_open(root, "lim_b", &ob, &b), 0);
+	fibril_park_until(fibril_now_ns() + 40000000);
+	l->joinable = lk_scan_joinable(root, &bdir, &ob);
+	ck_assert_int_eq(lk_scan_open(root, "lim_b", &ob, &c), 0);
+	l->a = scan_all(a);
+	l->b = scan_all(b);
+	l->c = scan_all(c);
+	lk_stats(&st1);
+	l->joins = st1.shared_joins - st0.shared_joins;
+	l->passes = st1.getdents_passes - st0.getdents_passes;
+	lk_scan_close(a);
+	lk_scan_close(b);
+	lk_scan_close(c);
+}
+
+START_TEST(limit_scans)
+{
+	open_root();
+	mkfiles("lim_a", 1000);
+	mkfiles("lim_b", 50);
+	ck_assert_int_eq(lk_root_limit_scans(root, 1), 0);
+	struct lim l = { 0 };
+	tl_run_fibril(lim_scan, &l);
+	ck_assert_int_eq(l.a, 1000);
+	ck_assert_int_eq(l.b, 50);
+	ck_assert_int_eq(l.c, 50);
+	ck_assert_int_eq(l.joinable, 1);
+	ck_assert_uint_eq(l.joins, 1);
+	ck_assert_uint_eq(l.passes, 2);
+	struct lk_stats st;
+	lk_stats(&st);
+	ck_assert_uint_eq(st.live_flights, 0);
+	ck_assert_int_eq(lk_root_limit_scans(NULL, 1), -EINVAL);
+	close_root();
+}
+END_TEST
+
+/* A scan whose reader stops reading holds no place once its look-ahead
+ * is stat'ed: the same fibril can list another directory to its end,
+ * then come back. */
+static void lim_idle(void *arg)
+{
+	struct lim *l = arg;
+	struct lk_scan_opts o = { .sort = LK_SORT_NAME, .window = 16 };
+	const struct lk_entry *e;
+	size_t n;
+	lk_scan_t *a, *b;
+
+	ck_assert_int_eq(lk_scan_open(root, "lim_a", &o, &a), 0);
+	ck_assert_int_eq(lk_scan_next(a, &e, &n), 1);
+	l->a = (long)n;
+	ck_assert_int_eq(lk_scan_open(root, "lim_b", &o, &b), 0);
+	l->b = scan_all(b);
+	long rest = scan_all(a);
+	l->a = rest < 0 ? rest : l->a + rest;
+	lk_scan_close(a);
+	lk_scan_close(b);
+}
+
+START_TEST(limit_scans_idle_reader)
+{
+	open_root();
+	mkfiles("lim_a", 1000);
+	mkfiles("lim_b", 50);
+	ck_assert_int_eq(lk_root_limit_scans(root, 1), 0);
+	struct lim l = { 0 };
+	tl_run_fibril(lim_idle, &l);
+	ck_assert_int_eq(l.a, 1000);
+	ck_assert_int_eq(l.b, 50);
+	close_root();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("lookup_slowfs");
@@ -652,6 +777,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, fuse_is_not_local);
 	tcase_add_test(tc, remote_open_close_not_inline);
 	tcase_add_test(tc, late_mount_and_reused_numbers);
+	tcase_add_test(tc, limit_scans);
+	tcase_add_test(tc, limit_scans_idle_reader);
 	suite_add_tcase(s, tc);
 	return s;
 }

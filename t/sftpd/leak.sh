@@ -28,12 +28,12 @@ idle="connections 0, bytes 0, scans 0, flights 0, opens 0, in flight 0, closing 
 for backend in uring threads; do
 	echo "# backend $backend"
 	FIBRIL_BACKEND=$backend start_sftpd "$R"
-	check "nothing alive at start" "$idle" "$(sftpd_stats)"
+	check "nothing alive at start" "$idle" "$(sftpd_alive)"
 	python3 "$SFTPC" leave "$SPORT" /slow 12 || fails=$((fails + 1))
 	# The server sees each disconnect at once; in-flight kernel calls of
 	# the cancelled operations take up to one slowfs delay to finish.
 	for i in $(seq 1 100); do
-		s=$(sftpd_stats)
+		s=$(sftpd_alive)
 		[ "$s" = "$idle" ] && break
 		sleep 0.1
 	done

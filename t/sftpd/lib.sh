@@ -59,6 +59,11 @@ sftpd_stats() {
 	grep 'stats:' "$T/sftpd.log" | tail -n 1 | sed 's/.*stats: //'
 }
 
+# sftpd_alive: that line without its running totals (passes, joins).
+sftpd_alive() {
+	sftpd_stats | sed 's/, passes [0-9]*, joins [0-9]*//'
+}
+
 # stop_sftpd [SIGNAL]: SIGTERM (or SIGNAL, e.g. HUP), then a clean exit
 # and no sanitizer report.
 stop_sftpd() {

@@ -19,7 +19,7 @@ input that real clients never send.
   sftpc.py oomburst PORT FILE N   the same where the server cannot grow
                                   its reply buffer: the connection closes
 Prints "ok - ..." / "not ok - ..." lines; exits 1 on any failure."""
-import os, random, select, socket, stat, struct, sys, time
+import os, random, select, socket, stat, struct, sys, threading, time
 
 FXP = dict(INIT=1, VERSION=2, OPEN=3, CLOSE=4, READ=5, WRITE=6, LSTAT=7,
            FSTAT=8, SETSTAT=9, OPENDIR=11, READDIR=12, REMOVE=13, MKDIR=14,
@@ -403,6 +403,27 @@ def leave(port, slowdir, n):
     report(True, "%d connections left mid-listing" % n)
 
 
+def staggered(port, slowdir, n, gap_ms):
+    # n listings of one slow directory on n connections, started gap_ms
+    # apart, each read to its end: every listing must be whole.
+    total = len(os.listdir(os.path.join(os.environ["SFTPD_ROOT"], slowdir.lstrip("/")))) + 2
+    got = [None] * n
+
+    def lister(i):
+        time.sleep(i * gap_ms / 1000.0)
+        c = Conn(port)
+        got[i] = listdir(c, slowdir)
+        c.close()
+
+    threads = [threading.Thread(target=lister, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    whole = sum(1 for g in got if g and g[0] is not None and len(g[0]) == total and g[1] == EOF)
+    report(whole == n, "%d of %d staggered listings whole (%d entries)" % (whole, n, total))
+
+
 def flushes(mount):
     for line in open(os.path.join(mount, ".slowfs-stats")):
         k, v = line.split()
@@ -555,6 +576,8 @@ def main():
         burst(port, sys.argv[3], sys.argv[4], int(sys.argv[5]))
     elif cmd == "oomburst":
         oomburst(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "staggered":
+        staggered(port, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif cmd == "closes":
         closes(port, sys.argv[3], sys.argv[4], int(sys.argv[5]))
     sys.exit(1 if failures else 0)

@@ -89,6 +89,15 @@ FIBRIL_API int lk_root_fd(const lk_root_t *r);
  *  thread. */
 FIBRIL_API void lk_root_close(lk_root_t *r);
 
+/**
+ * At most @n scans of @r issue calls at once on each thread (0, the
+ * default: no bound); the others wait their turn, oldest first, and a
+ * scan that waits can still be joined by identical ones. A scan holds
+ * its turn only while it has calls in flight. Call it before the first
+ * scan. Returns 0, or -EINVAL for a NULL root.
+ */
+FIBRIL_API int lk_root_limit_scans(lk_root_t *r, unsigned n);
+
 /* ---- groups: cancel many scans and opens at once (a client went away) ---- */
 
 typedef struct lk_group lk_group_t;
