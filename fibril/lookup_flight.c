@@ -324,7 +324,10 @@ static bool batch_flush(struct lk__flight *f)
 
 static void issue_stat(struct lk__flight *f, size_t i)
 {
-	f->statted = true;
+	if (!f->statted) {
+		f->statted = true;
+		f->statted_ns = fibril_now_ns();
+	}
 	if (f->batched && lk__batch_add(f, i)) {
 		batch_flush(f);
 		return;

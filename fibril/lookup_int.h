@@ -217,7 +217,9 @@ struct lk__flight {
 	bool batched;              /* local fs: stats in batches (lk__batch) */
 	bool batch_bg;             /* ... submitted with ASYNC_F_BACKGROUND */
 	bool stat_early;           /* sorted: stat in directory order until PH_READY */
-	bool statted;              /* a stat was issued: no longer joinable */
+	bool statted;              /* a stat was issued: joinable only by a scan
+	                              that accepts attributes this old: */
+	uint64_t statted_ns;       /* ... when the first one was issued */
 	struct lk__batch *fill;    /* collected, not yet issued (entries PENDING) */
 	struct lk__batch *batches; /* issued, callback not yet run */
 	struct lk__batch *free_batches;

@@ -154,15 +154,18 @@ static void consumer_link(struct lk__flight *f, struct lk_scan *s)
 
 /* The joinable flight identical to what is asked, if any; *running
  * says whether an identical one runs at all. A flight that has begun
- * its stats is not joinable: they may predate a change made before the
- * new request came, and the directory's mtime, which keys the sharing,
+ * its stats is joinable only by a scan that accepts attributes stat'ed
+ * up to @age_ms before it came: they may predate a change made before
+ * the new request, and the directory's mtime, which keys the sharing,
  * tells only of names. */
 static struct lk__flight *flight_find(const lk_root_t *root,
 				      const struct async__cred *cred,
 				      const struct statx *d, enum lk_sort sort,
-				      unsigned flags, bool *running)
+				      unsigned flags, unsigned age_ms,
+				      bool *running)
 {
 	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
+	uint64_t now = age_ms ? fibril_now_ns() : 0;
 	*running = false;
 	for (struct lk__flight *f = table; f; f = f->next)
 		if (f->root == root && f->cred == cred &&
@@ -172,7 +175,8 @@ static struct lk__flight *flight_find(const lk_root_t *root,
 		    f->mtime_nsec == d->stx_mtime.tv_nsec &&
 		    !f->stopped && !f->err) {
 			*running = true;
-			if (!f->statted)
+			if (!f->statted ||
+			    now - f->statted_ns <= (uint64_t)age_ms * 1000000)
 				return f;
 		}
 	return NULL;
@@ -193,7 +197,7 @@ FIBRIL_API int lk_scan_joinable(lk_root_t *r, const struct statx *dir,
 	if (!shares(o))
 		return -ENOENT;
 	if (flight_find(r, lk__x(o->cred), dir, o->sort, o->flags & KEY_FLAGS,
-			&running))
+			o->join_age_ms, &running))
 		return 1;
 	return running ? 0 : -ENOENT;
 }
@@ -260,7 +264,8 @@ int lk__flight_attach(struct lk_scan *s, int dirfd, const struct statx *d)
 	bool share = shares(&s->o), running;
 	uint64_t dev = makedev(d->stx_dev_major, d->stx_dev_minor);
 	struct lk__flight *f = share ? flight_find(s->root, s->cred, d,
-						   s->o.sort, flags, &running)
+						   s->o.sort, flags,
+						   s->o.join_age_ms, &running)
 				     : NULL;
 	if (f) {
 		async__close_fd(dirfd);

@@ -37,7 +37,8 @@
 static void sftpd__usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-s SCANS] [-i] [-h]\n"
+	        "usage: fsd-sftp [-r ROOT] [-l ADDR:PORT]... [-u USER] [-s SCANS] [-A MS]\n"
+	        "                [-i] [-h]\n"
 	        "  -r ROOT       serve ROOT as / (default: the current directory)\n"
 	        "  -l ADDR:PORT  listen on a loopback address (repeatable; port 0 picks one);\n"
 	        "                without -l: one connection on stdin/stdout\n"
@@ -45,6 +46,8 @@ static void sftpd__usage(FILE *f)
 	        "  -s SCANS      directory scans reading the file system at once; the\n"
 	        "                others wait, and identical listings share a waiting one\n"
 	        "                (default %u; 0: no bound)\n"
+	        "  -A MS         a listing may join a scan that began its stats up to MS\n"
+	        "                milliseconds before, showing attributes that old (default 0)\n"
 	        "  -i            case-insensitive path lookups\n"
 	        "  -h            this help\n", X__SCANS);
 }
@@ -255,16 +258,34 @@ static int sftpd__start(struct sftpd *srv, async_engine_t **e)
 	return 0;
 }
 
+/* A decimal option value of 0 to @max; -1 (said on stderr) otherwise. */
+static int sftpd__num_opt(char opt, const char *arg, unsigned long max,
+                          unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v > max) {
+		fprintf(stderr, "fsd-sftp: -%c %s: not a number from 0 to %lu\n",
+		        opt, arg, max);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *root = ".", *user = NULL;
 	const char *listen_on[X__MAX_LISTEN];
 	int nlisten = 0, opt;
 	bool icase = false;
-	unsigned scans = X__SCANS;
+	unsigned scans = X__SCANS, join_age = 0;
 	int rc;
 
-	while ((opt = getopt(argc, argv, "r:l:u:s:ih")) != -1) {
+	while ((opt = getopt(argc, argv, "r:l:u:s:A:ih")) != -1) {
 		switch (opt) {
 		case 'r': root = optarg; break;
 		case 'l':
@@ -275,19 +296,14 @@ int main(int argc, char **argv)
 			listen_on[nlisten++] = optarg;
 			break;
 		case 'u': user = optarg; break;
-		case 's': {
-			char *end;
-			unsigned long v;
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || v > 65536) {
-				fprintf(stderr, "fsd-sftp: -s %s: not a number of scans (0 to 65536)\n",
-				        optarg);
+		case 's':
+			if (sftpd__num_opt('s', optarg, 65536, &scans) < 0)
 				return 2;
-			}
-			scans = (unsigned)v;
 			break;
-		}
+		case 'A':
+			if (sftpd__num_opt('A', optarg, 3600000, &join_age) < 0)
+				return 2;
+			break;
 		case 'i': icase = true; break;
 		case 'h': sftpd__usage(stdout); return 0;
 		default: sftpd__usage(stderr); return 2;
@@ -302,6 +318,7 @@ int main(int argc, char **argv)
 	TALLOC_CTX *top = talloc_new(NULL);
 	struct sftpd *srv = talloc_zero(top, struct sftpd);
 	srv->icase = icase;
+	srv->join_age_ms = join_age;
 	if (user && (rc = sftpd__user(srv, user)) != 0)
 		return rc;
 	rc = lk_root_open(root, NULL, &srv->root);

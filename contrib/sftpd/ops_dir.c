@@ -318,6 +318,7 @@ static void sftpd__opendir_done(struct tevent_req *req)
 		.flags = LK_SCAN_DOTFILES | LK_SCAN_DOTDOT | LK_SCAN_LOOKUP_ATTRS,
 		.dir = &f,
 		.cred = s->cred,
+		.join_age_ms = s->join_age_ms,
 	};
 	rc = ftev_scan_open(h, s->ft, s->root, r->path, &o, &h->scan);
 	if (rc < 0) {

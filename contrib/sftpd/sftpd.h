@@ -33,6 +33,7 @@ struct sftpd {
 	TALLOC_CTX *conns;        /* every connection is a child */
 	lk_root_t *root;
 	bool icase;               /* case-insensitive lookups */
+	unsigned join_age_ms;     /* -A: lk_scan_opts.join_age_ms */
 	bool stdio;               /* serving stdin/stdout: exit when it ends */
 	bool done;
 	lk_cred_t *cred;          /* -u: every request acts as this user */

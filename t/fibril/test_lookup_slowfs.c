@@ -763,6 +763,59 @@ START_TEST(limit_scans_idle_reader)
 }
 END_TEST
 
+/* A scan that accepts attributes up to join_age_ms old joins one that
+ * has begun its stats; one that does not runs its own pass. */
+static void age_scan(void *arg)
+{
+	struct lim *l = arg;
+	struct lk_scan_opts oa = { .sort = LK_SORT_NAME, .window = 8 };
+	struct lk_scan_opts old = oa, fresh = oa;
+	const struct lk_entry *e;
+	struct lk_stats st0, st1;
+	struct statx adir;
+	lk_scan_t *a, *b, *c;
+	size_t n;
+	char p[400];
+
+	old.join_age_ms = 60000;
+	snprintf(p, sizeof(p), "%s/lim_a", mnt);
+	ck_assert_int_eq(statx(AT_FDCWD, p, 0, STATX_BASIC_STATS, &adir), 0);
+	lk_stats(&st0);
+	ck_assert_int_eq(lk_scan_open(root, "lim_a", &oa, &a), 0);
+	ck_assert_int_eq(lk_scan_next(a, &e, &n), 1);   /* A has begun its stats */
+	l->a = (long)n;
+	l->joinable = lk_scan_joinable(root, &adir, &fresh) * 10 +
+		      lk_scan_joinable(root, &adir, &old);
+	ck_assert_int_eq(lk_scan_open(root, "lim_a", &old, &b), 0);
+	ck_assert_int_eq(lk_scan_open(root, "lim_a", &fresh, &c), 0);
+	long rest = scan_all(a);
+	l->a = rest < 0 ? rest : l->a + rest;
+	l->b = scan_all(b);
+	l->c = scan_all(c);
+	lk_stats(&st1);
+	l->joins = st1.shared_joins - st0.shared_joins;
+	l->passes = st1.getdents_passes - st0.getdents_passes;
+	lk_scan_close(a);
+	lk_scan_close(b);
+	lk_scan_close(c);
+}
+
+START_TEST(join_age)
+{
+	open_root();
+	mkfiles("lim_a", 1000);
+	struct lim l = { 0 };
+	tl_run_fibril(age_scan, &l);
+	ck_assert_int_eq(l.a, 1000);
+	ck_assert_int_eq(l.b, 1000);
+	ck_assert_int_eq(l.c, 1000);
+	ck_assert_int_eq(l.joinable, 1);   /* 0 without the age, 1 with */
+	ck_assert_uint_eq(l.joins, 1);
+	ck_assert_uint_eq(l.passes, 2);
+	close_root();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("lookup_slowfs");
@@ -779,6 +832,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, late_mount_and_reused_numbers);
 	tcase_add_test(tc, limit_scans);
 	tcase_add_test(tc, limit_scans_idle_reader);
+	tcase_add_test(tc, join_age);
 	suite_add_tcase(s, tc);
 	return s;
 }

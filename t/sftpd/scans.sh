@@ -6,8 +6,9 @@
 # the first scan reads alone and the seven later listings share the one
 # waiting behind it: two passes over the directory (three if the first
 # scan's reader lagged and it gave its place up for a moment). Without a
-# bound (-s 0) nearly every listing reads the directory itself. Every
-# listing is whole either way.
+# bound (-s 0) nearly every listing reads the directory itself, unless
+# listings may show attributes older than their request (-A), and so
+# join a scan that has begun its stats. Every listing is whole.
 . "$top_srcdir/t/sftpd/lib.sh"
 . "$top_srcdir/t/slowfs/lib.sh"
 
@@ -44,5 +45,13 @@ SFTPD_ROOT=$R python3 "$SFTPC" staggered "$SPORT" /slow 8 200 || fails=$((fails 
 p=$(passes)
 echo "# $p passes"
 check_match "without a bound they read it 6 to 8 times" '^[678]$' "$p"
+stop_sftpd
+
+echo "# backend uring, -s 0 -A 60000"
+start_sftpd "$R" -s 0 -A 60000
+SFTPD_ROOT=$R python3 "$SFTPC" staggered "$SPORT" /slow 8 200 || fails=$((fails + 1))
+p=$(passes)
+echo "# $p passes"
+check_match "accepting attributes a minute old they join the first scan: 1 or 2 passes" '^[12]$' "$p"
 stop_sftpd
 finish

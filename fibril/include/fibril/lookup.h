@@ -226,6 +226,10 @@ struct lk_scan_opts {
 	                                lk_open() (its fd is dup'ed, its stx used) */
 	const struct lk_cred *cred;/**< open, stat and read links as this user
 	                                (lk_cred_new); NULL: the process's own */
+	unsigned join_age_ms;      /**< may join an identical scan that began its
+	                                stats at most this long ago, and so show
+	                                attributes that much older than this open
+	                                (0: only a scan that has not begun them) */
 };
 
 /** One directory entry as delivered. Pointers stay valid until the next
@@ -261,7 +265,8 @@ typedef struct lk_scan lk_scan_t;
  * directory, same sort and flags) on one thread share one getdents pass
  * and one set of statx calls unless LK_SCAN_NO_SHARE or LK_SORT_NONE; a
  * scan joins another only before that one has issued its first stat, so
- * that no attribute it delivers predates its own start.
+ * that no attribute it delivers predates its own start (or up to
+ * join_age_ms after, when the caller accepts attributes that old).
  *
  * On ext2/3/4, xfs, btrfs, f2fs, tmpfs, ramfs and overlayfs entries are
  * stat'ed in batches (half the local window, at most 1024) by one
