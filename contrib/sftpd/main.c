@@ -276,35 +276,40 @@ static int sftpd__num_opt(char opt, const char *arg, unsigned long max,
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *root = ".", *user = NULL;
+struct sftpd__args {
+	const char *root, *user;
 	const char *listen_on[X__MAX_LISTEN];
-	int nlisten = 0, opt;
-	bool icase = false;
-	unsigned scans = X__SCANS, join_age = 0;
-	int rc;
+	int nlisten;
+	bool icase;
+	unsigned scans, join_age;
+};
 
+/* The command line into @a: -1 to go on, else the exit status. */
+static int sftpd__parse(int argc, char **argv, struct sftpd__args *a)
+{
+	int opt;
+
+	*a = (struct sftpd__args){ .root = ".", .scans = X__SCANS };
 	while ((opt = getopt(argc, argv, "r:l:u:s:A:ih")) != -1) {
 		switch (opt) {
-		case 'r': root = optarg; break;
+		case 'r': a->root = optarg; break;
 		case 'l':
-			if (nlisten == X__MAX_LISTEN) {
+			if (a->nlisten == X__MAX_LISTEN) {
 				fprintf(stderr, "fsd-sftp: at most %d -l\n", X__MAX_LISTEN);
 				return 2;
 			}
-			listen_on[nlisten++] = optarg;
+			a->listen_on[a->nlisten++] = optarg;
 			break;
-		case 'u': user = optarg; break;
+		case 'u': a->user = optarg; break;
 		case 's':
-			if (sftpd__num_opt('s', optarg, 65536, &scans) < 0)
+			if (sftpd__num_opt('s', optarg, 65536, &a->scans) < 0)
 				return 2;
 			break;
 		case 'A':
-			if (sftpd__num_opt('A', optarg, 3600000, &join_age) < 0)
+			if (sftpd__num_opt('A', optarg, 3600000, &a->join_age) < 0)
 				return 2;
 			break;
-		case 'i': icase = true; break;
+		case 'i': a->icase = true; break;
 		case 'h': sftpd__usage(stdout); return 0;
 		default: sftpd__usage(stderr); return 2;
 		}
@@ -313,28 +318,38 @@ int main(int argc, char **argv)
 		sftpd__usage(stderr);
 		return 2;
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct sftpd__args a;
+	int rc = sftpd__parse(argc, argv, &a);
+
+	if (rc >= 0)
+		return rc;
 	signal(SIGPIPE, SIG_IGN);
 
 	TALLOC_CTX *top = talloc_new(NULL);
 	struct sftpd *srv = talloc_zero(top, struct sftpd);
-	srv->icase = icase;
-	srv->join_age_ms = join_age;
-	if (user && (rc = sftpd__user(srv, user)) != 0)
+	srv->icase = a.icase;
+	srv->join_age_ms = a.join_age;
+	if (a.user && (rc = sftpd__user(srv, a.user)) != 0)
 		return rc;
-	rc = lk_root_open(root, NULL, &srv->root);
+	rc = lk_root_open(a.root, NULL, &srv->root);
 	if (rc < 0) {
-		fprintf(stderr, "fsd-sftp: -r %s: %s\n", root, strerror(-rc));
+		fprintf(stderr, "fsd-sftp: -r %s: %s\n", a.root, strerror(-rc));
 		return 1;
 	}
-	lk_root_limit_scans(srv->root, scans);
+	lk_root_limit_scans(srv->root, a.scans);
 	async_engine_t *e = NULL;
 	if ((rc = sftpd__start(srv, &e)) != 0)
 		return rc;
 	int status = 0;
-	for (int i = 0; i < nlisten; i++)
-		if (sftpd__listen(srv, listen_on[i]) < 0)
+	for (int i = 0; i < a.nlisten; i++)
+		if (sftpd__listen(srv, a.listen_on[i]) < 0)
 			status = 1;
-	if (status == 0 && nlisten == 0) {
+	if (status == 0 && a.nlisten == 0) {
 		srv->stdio = true;
 		fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
 		fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);

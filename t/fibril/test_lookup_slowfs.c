@@ -666,6 +666,25 @@ static long scan_all(lk_scan_t *s)
 
 struct lim { long a, b, c; int joinable; uint64_t joins, passes; };
 
+/* Reads @a (which may have delivered l->a entries already), @b and @c
+ * to their ends and closes them; the joins and passes since @st0. */
+static void lim_finish(struct lim *l, const struct lk_stats *st0,
+		       lk_scan_t *a, lk_scan_t *b, lk_scan_t *c)
+{
+	struct lk_stats st1;
+	long rest = scan_all(a);
+
+	l->a = rest < 0 ? rest : l->a + rest;
+	l->b = scan_all(b);
+	l->c = scan_all(c);
+	lk_stats(&st1);
+	l->joins = st1.shared_joins - st0->shared_joins;
+	l->passes = st1.getdents_passes - st0->getdents_passes;
+	lk_scan_close(a);
+	lk_scan_close(b);
+	lk_scan_close(c);
+}
+
 /* A, size-sorted with a window of 8, stats every entry in directory
  * order whatever its reader does: it has calls in flight for 1,000
  * stats of 1 ms, eight at a time. B, opened meanwhile, waits, and so
@@ -694,15 +713,7 @@ static void lim_scan(void *arg)
 	fibril_park_until(fibril_now_ns() + 40000000);
 	l->joinable = lk_scan_joinable(root, &bdir, &ob);
 	ck_assert_int_eq(lk_scan_open(root, "lim_b", &ob, &c), 0);
-	l->a = scan_all(a);
-	l->b = scan_all(b);
-	l->c = scan_all(c);
-	lk_stats(&st1);
-	l->joins = st1.shared_joins - st0.shared_joins;
-	l->passes = st1.getdents_passes - st0.getdents_passes;
-	lk_scan_close(a);
-	lk_scan_close(b);
-	lk_scan_close(c);
+	lim_finish(l, &st0, a, b, c);
 }
 
 START_TEST(limit_scans)
@@ -771,7 +782,7 @@ static void age_scan(void *arg)
 	struct lk_scan_opts oa = { .sort = LK_SORT_NAME, .window = 8 };
 	struct lk_scan_opts old = oa, fresh = oa;
 	const struct lk_entry *e;
-	struct lk_stats st0, st1;
+	struct lk_stats st0;
 	struct statx adir;
 	lk_scan_t *a, *b, *c;
 	size_t n;
@@ -788,16 +799,7 @@ static void age_scan(void *arg)
 		      lk_scan_joinable(root, &adir, &old);
 	ck_assert_int_eq(lk_scan_open(root, "lim_a", &old, &b), 0);
 	ck_assert_int_eq(lk_scan_open(root, "lim_a", &fresh, &c), 0);
-	long rest = scan_all(a);
-	l->a = rest < 0 ? rest : l->a + rest;
-	l->b = scan_all(b);
-	l->c = scan_all(c);
-	lk_stats(&st1);
-	l->joins = st1.shared_joins - st0.shared_joins;
-	l->passes = st1.getdents_passes - st0.getdents_passes;
-	lk_scan_close(a);
-	lk_scan_close(b);
-	lk_scan_close(c);
+	lim_finish(l, &st0, a, b, c);
 }
 
 START_TEST(join_age)

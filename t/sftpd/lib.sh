@@ -47,6 +47,23 @@ start_sftpd() {
 	exit 99
 }
 
+# slow_dir N DIR: N empty files e0000... in $T/back, mounted on DIR
+# through slowfs (50 ms per metadata call, 64 threads; t/slowfs/lib.sh
+# sourced); SLOWFS_PID set. Skips (77) where FUSE cannot mount.
+slow_dir() {
+	local rc
+	mkdir -p "$2" "$T/back"
+	python3 -c '
+import os, sys
+for i in range(int(sys.argv[2])):
+    open(os.path.join(sys.argv[1], "e%04d" % i), "w").close()
+' "$T/back" "$1"
+	slowfs_mount --delay-ms 50 -o max_threads=64 "$T/back" "$2"
+	rc=$?
+	[ $rc = 77 ] && { echo "SKIP: cannot mount slowfs"; exit 77; }
+	[ $rc = 0 ] || { echo "slowfs_mount failed"; exit 99; }
+}
+
 # sftpd_stats: the SIGUSR1 line of the running server.
 sftpd_stats() {
 	local n

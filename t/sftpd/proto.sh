@@ -21,6 +21,13 @@ for i in range(1500):
     open(os.path.join(sys.argv[1], "n%04d-%s" % (i, "x" * (i % 200))), "w").close()
 ' "$R/many"
 
+# A bad option value is refused before anything starts.
+for bad in "-s x" "-s -1" "-s 65537" "-A 3600001" "-A 1k"; do
+	out=$("$SFTPD" -r "$R" $bad 2>&1 </dev/null)
+	check "fsd-sftp $bad exits 2 and says why" "2 ${bad%% *}" \
+		"$? $(printf '%s' "$out" | sed -n 's/^fsd-sftp: \(-[sA]\) .*: not a number from 0 to [0-9]*$/\1/p')"
+done
+
 for backend in uring threads; do
 	echo "# backend $backend"
 	FIBRIL_BACKEND=$backend start_sftpd "$R"

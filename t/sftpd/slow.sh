@@ -10,17 +10,9 @@
 . "$top_srcdir/t/slowfs/lib.sh"
 
 R=$T/root
-mkdir -p "$R/slow" "$T/back"
+mkdir -p "$R"
 printf 'fast\n' > "$R/fast.txt"
-python3 -c '
-import os, sys
-for i in range(400):
-    open(os.path.join(sys.argv[1], "e%04d" % i), "w").close()
-' "$T/back"
-slowfs_mount --delay-ms 50 -o max_threads=64 "$T/back" "$R/slow"
-rc=$?
-[ $rc = 77 ] && { echo "SKIP: cannot mount slowfs"; exit 77; }
-[ $rc = 0 ] || { echo "slowfs_mount failed"; exit 99; }
+slow_dir 400 "$R/slow"
 PID1=$SLOWFS_PID
 mkdir -p "$R/sclose" "$T/back2"
 for i in 1 2 3 4 5 6 7 8; do printf 'f%s\n' $i > "$T/back2/f$i"; done
