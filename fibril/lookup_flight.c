@@ -477,10 +477,20 @@ static bool scan_skip(struct lk_scan *s)
  * slowfs, 2,000 entries: ~265 ms with a look-ahead of one window). */
 #define LOOKAHEAD 4
 
-/* Another entry may be stat'ed now. */
-static bool room(const struct lk__flight *f)
+/* Whether @f may issue a call now: it holds a place, or takes one, or
+ * has none to wait for (lookup_place.c). Asked only when a call is about
+ * to go, so that a flight with nothing to issue (its entries stat'ed,
+ * a new reader to start) never waits for a place. */
+static bool may_issue(struct lk__flight *f)
 {
-	return f->busy < f->cap && (!f->fill || f->fill->n < lk__batch_size(f));
+	return !f->start_pending && lk__place_take(f);
+}
+
+/* Another entry may be stat'ed now. */
+static bool room(struct lk__flight *f)
+{
+	return f->busy < f->cap && (!f->fill || f->fill->n < lk__batch_size(f)) &&
+	       may_issue(f);
 }
 
 static bool stat_in_dir_order(const struct lk__flight *f)
@@ -533,9 +543,10 @@ static void place_release(struct lk__flight *f);
 static void parked_start(void *arg, long res)
 {
 	struct lk__flight *f = arg;
-	(void)res;
 	f->inflight--;
 	f->start_pending = false;
+	if (res < 0 && !f->err)
+		f->err = (int)res;   /* the engine is going away */
 	lk__flight_pump(f);
 	lk__flight_notify(f);
 	lk__flight_unref(f);
@@ -552,12 +563,11 @@ static void place_release(struct lk__flight *f)
 	static const unsigned long none[1];
 	long r = lk__submit(NULL, 0, &g->start_res, ASYNC_NOP, none,
 			    parked_start, g);
-	if (r > 0) {
-		g->inflight++;   /* holds the place until the start runs */
-		return;
-	}
-	g->inflight++;
-	parked_start(g, 0);      /* no engine on this thread */
+	g->inflight++;           /* holds the place until the start runs */
+	if (r <= 0)
+		/* No engine, or it is at its limit: the start runs here, as
+		 * any call does then. */
+		parked_start(g, r < 0 ? r : 0);
 }
 
 /* A call of stopped flight @f reported. */
@@ -572,8 +582,7 @@ static void pump_run(struct lk__flight *f);
 
 void lk__flight_pump(struct lk__flight *f)
 {
-	if (!f->stopped && !f->err && !f->start_pending && lk__place_take(f))
-		pump_run(f);
+	pump_run(f);
 	if (f->inflight == 0)
 		place_release(f);
 }
@@ -589,7 +598,7 @@ static void pump_run(struct lk__flight *f)
 		if (f->streaming)
 			horizon = c ? c->pos + LOOKAHEAD * f->cap : 0;
 		if (!f->eof && !f->gpending &&
-		    (!f->streaming || f->nrec < horizon))
+		    (!f->streaming || f->nrec < horizon) && may_issue(f))
 			if (getdents_issue(f) == 0)
 				again = true;
 		if (f->err)

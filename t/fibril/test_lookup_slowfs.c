@@ -664,7 +664,7 @@ static long scan_all(lk_scan_t *s)
 	return rc < 0 ? rc : total;
 }
 
-struct lim { long a, b, c; int joinable; uint64_t joins, passes; };
+struct lim { long a, b, c; int joinable, a_busy; uint64_t joins, passes; };
 
 /* Reads @a (which may have delivered l->a entries already), @b and @c
  * to their ends and closes them; the joins and passes since @st0. */
@@ -774,6 +774,53 @@ START_TEST(limit_scans_idle_reader)
 }
 END_TEST
 
+/* A scan that joins a flight with nothing left to stat needs no place:
+ * it reads at once while another scan holds the only one. */
+static void lim_done_join(void *arg)
+{
+	struct lim *l = arg;
+	struct lk_scan_opts oa = { .sort = LK_SORT_SIZE, .window = 8 };
+	struct lk_scan_opts of = { .sort = LK_SORT_NAME, .join_age_ms = 60000 };
+	struct lk_stats st0, st1;
+	lk_scan_t *a, *f, *j;
+
+	ck_assert_int_eq(lk_scan_open(root, "lim_b", &of, &f), 0);
+	l->b = scan_all(f);                      /* done, and still open */
+	lk_stats(&st0);
+	ck_assert_int_eq(lk_scan_open(root, "lim_a", &oa, &a), 0);
+	do {
+		fibril_park_until(fibril_now_ns() + 1000000);
+		lk_stats(&st1);
+	} while (st1.getdents_passes == st0.getdents_passes);
+	ck_assert_int_eq(lk_scan_open(root, "lim_b", &of, &j), 0);
+	l->c = scan_all(j);
+	/* A, 1,000 stats eight at a time, is still at them. */
+	l->a_busy = async_engine_inflight(async_engine_current()) > 0;
+	lk_stats(&st1);
+	l->joins = st1.shared_joins - st0.shared_joins;
+	l->a = scan_all(a);
+	lk_scan_close(a);
+	lk_scan_close(f);
+	lk_scan_close(j);
+}
+
+START_TEST(limit_scans_done_join)
+{
+	open_root();
+	mkfiles("lim_a", 1000);
+	mkfiles("lim_b", 50);
+	ck_assert_int_eq(lk_root_limit_scans(root, 1), 0);
+	struct lim l = { 0 };
+	tl_run_fibril(lim_done_join, &l);
+	ck_assert_int_eq(l.a, 1000);
+	ck_assert_int_eq(l.b, 50);
+	ck_assert_int_eq(l.c, 50);
+	ck_assert_uint_eq(l.joins, 1);
+	ck_assert_int_eq(l.a_busy, 1);
+	close_root();
+}
+END_TEST
+
 /* A scan that accepts attributes up to join_age_ms old joins one that
  * has begun its stats; one that does not runs its own pass. */
 static void age_scan(void *arg)
@@ -835,6 +882,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, limit_scans);
 	tcase_add_test(tc, limit_scans_idle_reader);
 	tcase_add_test(tc, join_age);
+	tcase_add_test(tc, limit_scans_done_join);
 	suite_add_tcase(s, tc);
 	return s;
 }
