@@ -14,6 +14,7 @@ for d in a b c; do
 	mkdir "$T/back/$d"
 	n=20
 	[ $d = c ] && n=40
+	[ $d = b ] && n=3000
 	for i in $(seq 1 $n); do echo "$i" > "$T/back/$d/f$i"; done
 done
 for d in f1 f2 f3 f4; do mkdir "$D/fast/$d"; echo x > "$D/fast/$d/x"; done
@@ -72,16 +73,21 @@ checks() {
 	stop_daemon
 
 	# 2. No queue at all, one place: identical listings at once (any
-	# format) share the scan, and its place. A scan is joined only until
-	# its first stat, after its names are read: the three requests are
-	# written on three connections at the same moment, so that none
-	# depends on how fast a client process starts.
+	# format, any page) share the scan, and its place. A scan is joined
+	# only until its first stat, after its names are read: the three
+	# requests are written on three connections at the same moment, so
+	# that none depends on how fast a client process starts; and the
+	# directory's 3,000 names take slowfs several delayed reads (about a
+	# second), so that the last request still finds them being read when
+	# its own lookup of the directory was slow. Each asks for 10
+	# entries, all that the scan then stats.
 	conf 1 0 30
 	start_daemon -c "$T/c.conf"
 	python3 - "$PORT" "$T" <<'PY'
 import socket, sys
 port, t = int(sys.argv[1]), sys.argv[2]
-paths = ["/slow/b/", "/slow/b/?format=json", "/slow/b/?format=ndjson"]
+paths = ["/slow/b/?limit=10", "/slow/b/?format=json&limit=10",
+         "/slow/b/?format=ndjson&limit=10"]
 socks = [socket.create_connection(("127.0.0.1", port), timeout=50) for _ in paths]
 for s, p in zip(socks, paths):
     s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % p.encode())
