@@ -685,17 +685,33 @@ static void lim_finish(struct lim *l, const struct lk_stats *st0,
 	lk_scan_close(c);
 }
 
-/* A, size-sorted with a window of 8, stats every entry in directory
- * order whatever its reader does: it has calls in flight for 1,000
- * stats of 1 ms, eight at a time. B, opened meanwhile, waits, and so
- * is still joinable long after it would have issued its stats alone;
- * C, identical to B, joins it. */
+/* Opens lim_a size-sorted with a window of 8 (it stats every entry in
+ * directory order whatever its reader does: 1,000 stats of 1 ms, eight
+ * at a time) and waits until its directory is open and its flight
+ * started. */
+static lk_scan_t *busy_scan(void)
+{
+	struct lk_scan_opts oa = { .sort = LK_SORT_SIZE, .window = 8 };
+	struct lk_stats st0, st1;
+	lk_scan_t *a;
+
+	lk_stats(&st0);
+	ck_assert_int_eq(lk_scan_open(root, "lim_a", &oa, &a), 0);
+	do {
+		fibril_park_until(fibril_now_ns() + 1000000);
+		lk_stats(&st1);
+	} while (st1.getdents_passes == st0.getdents_passes);
+	return a;
+}
+
+/* A (busy_scan) has calls in flight for 1,000 stats. B, opened
+ * meanwhile, waits, and so is still joinable long after it would have
+ * issued its stats alone; C, identical to B, joins it. */
 static void lim_scan(void *arg)
 {
 	struct lim *l = arg;
-	struct lk_scan_opts oa = { .sort = LK_SORT_SIZE, .window = 8 };
 	struct lk_scan_opts ob = { .sort = LK_SORT_NAME };
-	struct lk_stats st0, st1;
+	struct lk_stats st0;
 	struct statx bdir;
 	lk_scan_t *a, *b, *c;
 	char p[400];
@@ -703,12 +719,7 @@ static void lim_scan(void *arg)
 	snprintf(p, sizeof(p), "%s/lim_b", mnt);
 	ck_assert_int_eq(statx(AT_FDCWD, p, 0, STATX_BASIC_STATS, &bdir), 0);
 	lk_stats(&st0);
-	ck_assert_int_eq(lk_scan_open(root, "lim_a", &oa, &a), 0);
-	/* A's directory is open and its flight started before B's. */
-	do {
-		fibril_park_until(fibril_now_ns() + 1000000);
-		lk_stats(&st1);
-	} while (st1.getdents_passes == st0.getdents_passes);
+	a = busy_scan();
 	ck_assert_int_eq(lk_scan_open(root, "lim_b", &ob, &b), 0);
 	fibril_park_until(fibril_now_ns() + 40000000);
 	l->joinable = lk_scan_joinable(root, &bdir, &ob);
@@ -716,16 +727,25 @@ static void lim_scan(void *arg)
 	lim_finish(l, &st0, a, b, c);
 }
 
-START_TEST(limit_scans)
+/* Runs @fn with lim_a (1,000 entries) and lim_b (50) under a bound of
+ * one scan at a time; the root is closed after. */
+static struct lim lim_run(void (*fn)(void *))
 {
+	struct lim l = { 0 };
 	open_root();
 	mkfiles("lim_a", 1000);
 	mkfiles("lim_b", 50);
 	ck_assert_int_eq(lk_root_limit_scans(root, 1), 0);
-	struct lim l = { 0 };
-	tl_run_fibril(lim_scan, &l);
+	tl_run_fibril(fn, &l);
+	close_root();
 	ck_assert_int_eq(l.a, 1000);
 	ck_assert_int_eq(l.b, 50);
+	return l;
+}
+
+START_TEST(limit_scans)
+{
+	struct lim l = lim_run(lim_scan);
 	ck_assert_int_eq(l.c, 50);
 	ck_assert_int_eq(l.joinable, 1);
 	ck_assert_uint_eq(l.joins, 1);
@@ -734,7 +754,6 @@ START_TEST(limit_scans)
 	lk_stats(&st);
 	ck_assert_uint_eq(st.live_flights, 0);
 	ck_assert_int_eq(lk_root_limit_scans(NULL, 1), -EINVAL);
-	close_root();
 }
 END_TEST
 
@@ -762,15 +781,7 @@ static void lim_idle(void *arg)
 
 START_TEST(limit_scans_idle_reader)
 {
-	open_root();
-	mkfiles("lim_a", 1000);
-	mkfiles("lim_b", 50);
-	ck_assert_int_eq(lk_root_limit_scans(root, 1), 0);
-	struct lim l = { 0 };
-	tl_run_fibril(lim_idle, &l);
-	ck_assert_int_eq(l.a, 1000);
-	ck_assert_int_eq(l.b, 50);
-	close_root();
+	lim_run(lim_idle);
 }
 END_TEST
 
@@ -779,7 +790,6 @@ END_TEST
 static void lim_done_join(void *arg)
 {
 	struct lim *l = arg;
-	struct lk_scan_opts oa = { .sort = LK_SORT_SIZE, .window = 8 };
 	struct lk_scan_opts of = { .sort = LK_SORT_NAME, .join_age_ms = 60000 };
 	struct lk_stats st0, st1;
 	lk_scan_t *a, *f, *j;
@@ -787,11 +797,7 @@ static void lim_done_join(void *arg)
 	ck_assert_int_eq(lk_scan_open(root, "lim_b", &of, &f), 0);
 	l->b = scan_all(f);                      /* done, and still open */
 	lk_stats(&st0);
-	ck_assert_int_eq(lk_scan_open(root, "lim_a", &oa, &a), 0);
-	do {
-		fibril_park_until(fibril_now_ns() + 1000000);
-		lk_stats(&st1);
-	} while (st1.getdents_passes == st0.getdents_passes);
+	a = busy_scan();
 	ck_assert_int_eq(lk_scan_open(root, "lim_b", &of, &j), 0);
 	l->c = scan_all(j);
 	/* A, 1,000 stats eight at a time, is still at them. */
@@ -806,18 +812,10 @@ static void lim_done_join(void *arg)
 
 START_TEST(limit_scans_done_join)
 {
-	open_root();
-	mkfiles("lim_a", 1000);
-	mkfiles("lim_b", 50);
-	ck_assert_int_eq(lk_root_limit_scans(root, 1), 0);
-	struct lim l = { 0 };
-	tl_run_fibril(lim_done_join, &l);
-	ck_assert_int_eq(l.a, 1000);
-	ck_assert_int_eq(l.b, 50);
+	struct lim l = lim_run(lim_done_join);
 	ck_assert_int_eq(l.c, 50);
 	ck_assert_uint_eq(l.joins, 1);
 	ck_assert_int_eq(l.a_busy, 1);
-	close_root();
 }
 END_TEST
 
