@@ -606,8 +606,8 @@ static void pump_run(struct lk__flight *f)
 		if (f->phase == PH_READY)
 			start_cursors(f);
 		if (stat_in_dir_order(f)) {
-			while (room(f) && f->stat_next < f->nrec &&
-			       f->stat_next < horizon) {
+			while (f->stat_next < f->nrec && f->stat_next < horizon &&
+			       room(f)) {
 				size_t i = f->stat_next++;
 				if (f->recs[i].state == REC_NEW)
 					issue_stat(f, i);
