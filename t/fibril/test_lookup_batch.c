@@ -9,6 +9,7 @@
 
 #include <grp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
 
@@ -388,6 +389,74 @@ START_TEST(close_and_destroy_in_flight)
 }
 END_TEST
 
+/* A batch that cannot open a descriptor of its own for the directory
+ * (none left under RLIMIT_NOFILE) stats through the scan's: every entry
+ * as statx says it is, none failed. */
+static void no_fd_runs(void *arg)
+{
+	int dfd = *(int *)arg;
+	/* One descriptor left: the scan's own, for the directory. */
+	int lowest = fcntl(dfd, F_DUPFD, 0);
+	ck_assert_int_ge(lowest, 0);
+	close(lowest);
+	struct rlimit rl;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = (rlim_t)lowest + 1;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	struct lk_stats st0, st1;
+	lk_stats(&st0);
+	struct lk_scan_opts o = { .sort = LK_SORT_NAME, .local_window = 1024 };
+	lk_scan_t *s;
+	ck_assert_int_eq(lk_scan_open(root, "p", &o, &s), 0);
+	errno = 0;
+	ck_assert_int_eq(openat(dfd, ".", O_PATH | O_DIRECTORY), -1);
+	ck_assert_int_eq(errno, EMFILE);
+	const struct lk_entry *e;
+	size_t n, seen = 0;
+	int rc;
+	while ((rc = lk_scan_next(s, &e, &n)) == 1) {
+		for (size_t i = 0; i < n; i++, seen++) {
+			struct statx st;
+			ck_assert_int_eq(statx(dfd, e[i].name, AT_SYMLINK_NOFOLLOW,
+					       STATX_BASIC_STATS, &st), 0);
+			ck_assert_msg(e[i].err == 0, "%s: err %d", e[i].name, e[i].err);
+			ck_assert_uint_eq(e[i].stx.stx_ino, st.stx_ino);
+			ck_assert_uint_eq(e[i].stx.stx_size, st.stx_size);
+			ck_assert_uint_eq(e[i].stx.stx_mode, st.stx_mode);
+			ck_assert_int_eq(e[i].stx.stx_mtime.tv_sec, st.stx_mtime.tv_sec);
+		}
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(seen, 200);
+	lk_scan_close(s);
+	/* Batches long enough to have tried a descriptor of their own. */
+	lk_stats(&st1);
+	uint64_t calls = st1.statx_calls - st0.statx_calls;
+	uint64_t nb = st1.statx_batches - st0.statx_batches;
+	ck_assert_uint_ge(nb, 1);
+	ck_assert_uint_ge(calls / nb, 64);
+}
+
+START_TEST(no_descriptor_left)
+{
+	char dir[512], p[600];
+	tl_mkdir("p");
+	for (unsigned i = 0; i < 200; i++) {
+		snprintf(p, sizeof(p), "%s/p/f%04u", tl_dir, i);
+		int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, p, i % 64), (long)(i % 64));
+		close(fd);
+	}
+	snprintf(dir, sizeof(dir), "%s/p", tl_dir);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dfd, 0);
+	/* On the engine: batches go to pool threads, several entries each. */
+	tl_run_fibril(no_fd_runs, &dfd);
+	close(dfd);
+}
+END_TEST
+
 static int before(void)
 {
 	tl_run_dir_begin();
@@ -420,6 +489,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, deleted_sorted_background);
 	tcase_add_test(tc, deleted_streaming);
 	tcase_add_test(tc, close_and_destroy_in_flight);
+	tcase_add_test(tc, no_descriptor_left);
 	suite_add_tcase(s, tc);
 	return s;
 }
