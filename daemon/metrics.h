@@ -94,6 +94,7 @@ struct fsd_m_counters {
 	fsd_ctr closed[FSD_M_NCLOSES];
 	fsd_ctr fc_hits, fc_misses, fc_invalidations;
 	fsd_ctr listings;                       /* listings started */
+	fsd_ctr listings_spilled;               /* streams whose client was slow */
 	/* sampled from the libraries (fsd_metrics_sample) */
 	fsd_ctr lk_shared;                      /* scans that joined a running one */
 	fsd_ctr fibrils_created;

@@ -166,6 +166,10 @@ static int prom_engine(struct proto_buf *b, const struct fsd_m_sum *s)
 	r |= one(b, "listings_shared_total", "counter",
 	         "Directory scans that joined an identical scan in progress.",
 	         C(s, lk_shared));
+	r |= one(b, "listings_spilled_total", "counter",
+	         "Streamed listings whose client read slower than the scan: "
+	         "their output went through a temporary file.",
+	         C(s, listings_spilled));
 	r |= one(b, "fibrils", "gauge", "Fibrils alive.", G(s, fibrils));
 	r |= one(b, "fibrils_parked", "gauge",
 	         "Fibrils waiting for a system call, a timer or a wake-up.",
@@ -277,10 +281,11 @@ static int render_json(struct proto_buf *b, const struct fsd_m_sum *s)
 	                      (unsigned long long)C(s, fc_misses),
 	                      (unsigned long long)C(s, fc_invalidations));
 	r |= proto_buf_printf(b, "\"listings\":{\"in_progress\":%llu,\"total\":%llu,"
-	                      "\"shared\":%llu},",
+	                      "\"shared\":%llu,\"spilled\":%llu},",
 	                      (unsigned long long)G(s, listings),
 	                      (unsigned long long)C(s, listings),
-	                      (unsigned long long)C(s, lk_shared));
+	                      (unsigned long long)C(s, lk_shared),
+	                      (unsigned long long)C(s, listings_spilled));
 	r |= proto_buf_printf(b, "\"fibrils\":{\"alive\":%llu,\"parked\":%llu,"
 	                      "\"created\":%llu},",
 	                      (unsigned long long)G(s, fibrils),

@@ -1,6 +1,7 @@
-# Listing slots are not held by slow readers: a streamed listing's scan
-# runs to its end whatever pace its client reads at (the output past
-# 256 KiB waits in an unlinked temporary file), and its place in
+# Listing slots are not held by slow readers: once a streamed listing's
+# client has shown itself slow, its scan runs to its end (the output
+# past 256 KiB waits in an unlinked temporary file, and
+# fileserverd_listings_spilled_total counts it), and its place in
 # max_listings is given back then, not when the client is done.
 . "$top_srcdir/t/daemon/lib.sh"
 
@@ -13,9 +14,13 @@ for i in range(20000):
 export TMPDIR=$T
 
 checks() {
-	printf '[server]\nroot = %s\nmax_listings = 2\nerror_log = %s\n' "$D" "$T/err.log" > "$T/c.conf"
+	# (no listing cache: every listing is a scan, streamed, in a slot)
+	printf '[server]\nroot = %s\nmax_listings = 2\nerror_log = %s\nlisting_cache_bytes = 0\n' \
+		"$D" "$T/err.log" > "$T/c.conf"
 	: > "$T/err.log"
-	start_daemon -c "$T/c.conf"
+	LISTEN_FLAGS=status start_daemon -c "$T/c.conf"
+	local spilled0
+	spilled0=$(spilled)
 	# 4 clients reading the 20,000-entry listing at 1 KB/s, one after
 	# the other, all still reading when the last one starts.
 	local i pids=
@@ -34,6 +39,12 @@ checks() {
 	done
 	check "a complete listing afterwards" 20000 \
 		"$(curl -s "$URL/big/?format=ndjson" | grep -c entry-with)"
+	check "each slow reader's listing went through the spill file" yes \
+		"$( [ $(( $(spilled) - spilled0 )) -ge 4 ] && echo yes || echo "no: $(( $(spilled) - spilled0 ))")"
+}
+
+spilled() {
+	curl -s "$URL/metrics" | awk '$1 == "fileserverd_listings_spilled_total" { print $2 }'
 }
 
 run_backends checks
