@@ -194,9 +194,13 @@ static void slow_check(evutil_socket_t fd, short what, void *arg)
 	}
 	/* The scan goes on either way: a slow client's rest to the spill
 	 * file; for one that kept up, the output is topped up, since a
-	 * reader whose socket is full is not called to ask for more. */
+	 * reader whose socket is full is not called to ask for more. A
+	 * stream waiting for the file system stays suspended (its
+	 * request_timeout running on). */
 	advance(s);
-	wake(s);
+	if (s->done || s->failed || s->r.out.len > s->r.out_off ||
+	    s->spill_off < s->spill_len)
+		wake(s);
 }
 
 /* Runs the scan ahead of the client by up to LST_AHEAD_BYTES of
