@@ -208,8 +208,8 @@ static void slow_check(evutil_socket_t fd, short what, void *arg)
  * itself slow, to the end, through the spill file, so that a slow
  * reader holds neither the scan's memory nor a slot. Spilling what a
  * fast client takes at once would cost the worker a write and a read of
- * the whole body (a 100,000-entry listing to curl on the same host: its
- * worker's CPU 12-14% higher). */
+ * the whole body (a 100,000-entry listing to curl on the same host:
+ * without them, 11-17% less of the worker's CPU, docs/BENCHMARKS.md). */
 static void advance(struct lst_stream *s)
 {
 	const struct lk_entry *ents;
