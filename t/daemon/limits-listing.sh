@@ -39,8 +39,9 @@ checks() {
 	done
 	check "a complete listing afterwards" 20000 \
 		"$(curl -s "$URL/big/?format=ndjson" | grep -c entry-with)"
+	local got=$(( $(spilled) - spilled0 ))
 	check "each slow reader's listing went through the spill file" yes \
-		"$( [ $(( $(spilled) - spilled0 )) -ge 4 ] && echo yes || echo "no: $(( $(spilled) - spilled0 ))")"
+		"$( [ "$got" -ge 4 ] && echo yes || echo "no: $got")"
 }
 
 spilled() {
