@@ -73,6 +73,7 @@ struct lst_stream {
 static __thread struct lst_stream *live;
 
 static void advance(struct lst_stream *s);
+static void cork(struct lst_stream *s, bool on);
 
 static void wake(struct lst_stream *s)
 {
@@ -226,7 +227,17 @@ static void advance(struct lst_stream *s)
 				return;
 		}
 		if (s->r.deferred) {
-			/* The prologue is out: now the names. */
+			/* The status, headers and prologue leave before the
+			 * names are read (the first getdents64 calls of a
+			 * cached directory run inline, milliseconds for a
+			 * large one): once they are handed over, uncorked. */
+			if (s->r.raw.len && lst_run_pump(&s->r, Z_SYNC_FLUSH) < 0) {
+				s->failed = true;
+				break;
+			}
+			if (s->r.out.len > s->r.out_off)
+				return;
+			cork(s, false);
 			rc = lst_run_open(&s->r);
 			if (rc < 0) {
 				fsd_log_fs(LOG_ERR, "listing", s->r.relpath, rc);
@@ -416,7 +427,8 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	 * here. Recipients may ignore trailers (browsers do); a client that
 	 * keeps it and sends it back in If-None-Match gets 304. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_TRAILER, MHD_HTTP_HEADER_ETAG);
-	/* The scan runs from now on, whatever pace the client reads at. */
+	/* The scan runs from now on (a deferred one once its prologue is
+	 * handed over), whatever pace the client reads at. */
 	advance(s);
 	return resp;
 }
