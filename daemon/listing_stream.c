@@ -61,6 +61,7 @@ struct lst_stream {
 	bool unflushed;     /* the compressor holds input not yet flushed */
 	bool done, failed;
 	bool waiting;       /* a scan callback is pending */
+	bool asked;         /* the reader was called: the header is out */
 	/* The body is spill[spill_off, spill_len) then r.out[r.out_off, len) */
 	int spill;          /* unlinked temporary file, or -1 */
 	uint64_t spill_len, spill_off;
@@ -230,12 +231,14 @@ static void advance(struct lst_stream *s)
 			/* The status, headers and prologue leave before the
 			 * names are read (the first getdents64 calls of a
 			 * cached directory run inline, milliseconds for a
-			 * large one): once they are handed over, uncorked. */
+			 * large one): once they are handed over, uncorked.
+			 * libmicrohttpd has sent the header when it first asks
+			 * for the body. */
 			if (s->r.raw.len && lst_run_pump(&s->r, Z_SYNC_FLUSH) < 0) {
 				s->failed = true;
 				break;
 			}
-			if (s->r.out.len > s->r.out_off)
+			if (!s->asked || s->r.out.len > s->r.out_off)
 				return;
 			cork(s, false);
 			rc = lst_run_open(&s->r);
@@ -321,6 +324,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	struct proto_buf *o = &s->r.out;
 
 	(void)pos;
+	s->asked = true;
 	for (int round = 0; round < 2; round++) {
 		if (s->spill_off < s->spill_len) {
 			uint64_t left = s->spill_len - s->spill_off;
@@ -427,8 +431,8 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	 * here. Recipients may ignore trailers (browsers do); a client that
 	 * keeps it and sends it back in If-None-Match gets 304. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_TRAILER, MHD_HTTP_HEADER_ETAG);
-	/* The scan runs from now on (a deferred one once its prologue is
-	 * handed over), whatever pace the client reads at. */
+	/* The scan runs from now on (a deferred one once its header and
+	 * prologue are handed over), whatever pace the client reads at. */
 	advance(s);
 	return resp;
 }
