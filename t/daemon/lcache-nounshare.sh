@@ -9,19 +9,9 @@
 need strace
 LCK=$top_srcdir/t/daemon/lcache_check.py
 D=$T/root
-REAL_FSD=$FSD
 strace -f -qq --seccomp-bpf -o /dev/null -e trace=unshare -e inject=unshare:error=EPERM \
 	true 2>/dev/null || { echo "SKIP: strace cannot inject a failed unshare here"; exit 77; }
-# (LeakSanitizer cannot run under ptrace: a sanitized build would exit 1)
-cat > "$T/fsd-nounshare" <<SH
-#!/bin/sh
-ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0
-export ASAN_OPTIONS
-exec strace -f -qq --seccomp-bpf -o "$T/strace.log" -e trace=unshare \
-	-e inject=unshare:error=EPERM "$REAL_FSD" "\$@"
-SH
-chmod +x "$T/fsd-nounshare"
-FSD=$T/fsd-nounshare
+traced_fsd --seccomp-bpf -e trace=unshare -e inject=unshare:error=EPERM
 
 fresh() { python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d"; }
 
@@ -48,13 +38,7 @@ checks() {
 	check_match "a write in place seen" '^ok 301$' "$(fresh)"
 	check_match "a writer racing the listings: never stale" '^ok [0-9]+ changes$' \
 		"$(python3 "$LCK" race "$URL/d/?format=ndjson" "$D/d" 3)"
-	# strace exits with the daemon's status
-	local pid
-	pid=$(pgrep -P "$DPID" -x fileserverd)
-	kill "${pid:-$DPID}"
-	wait "$DPID"
-	check "daemon exits 0 on SIGTERM" 0 "$?"
-	DPID=
+	stop_traced_daemon
 }
 
 run_backends mounts_still 3 checks

@@ -119,6 +119,32 @@ stop_daemon() {
 	check "daemon exits 0 on SIGTERM" 0 "$rc"
 }
 
+# traced_fsd STRACE-ARGS...: FSD becomes the daemon run by
+# `strace -f -qq -o $T/strace.log STRACE-ARGS...`
+traced_fsd() {
+	{
+		echo '#!/bin/bash'
+		# (LeakSanitizer cannot run under ptrace: a sanitized build would exit 1)
+		echo 'export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0'
+		printf 'exec strace -f -qq -o %q' "$T/strace.log"
+		printf ' %q' "$@" "$FSD"
+		echo ' "$@"'
+	} > "$T/fsd-traced"
+	chmod +x "$T/fsd-traced"
+	FSD=$T/fsd-traced
+}
+
+# stop_traced_daemon: stop_daemon for a daemon started under strace
+# (DPID is strace, which exits with the daemon's status)
+stop_traced_daemon() {
+	local pid
+	pid=$(pgrep -P "$DPID" -x fileserverd)
+	kill "${pid:-$DPID}"
+	wait "$DPID"
+	check "daemon exits 0 on SIGTERM" 0 "$?"
+	DPID=
+}
+
 # code URL-PATH [curl args...]: the status code
 code() {
 	local p=$1

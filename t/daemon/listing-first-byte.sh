@@ -10,17 +10,7 @@
 
 need strace
 D=$T/root
-REAL_FSD=$FSD
-# (LeakSanitizer cannot run under ptrace: a sanitized build would exit 1)
-cat > "$T/fsd-traced" <<SH
-#!/bin/sh
-ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0
-export ASAN_OPTIONS
-exec strace -f -qq -o "$T/strace.log" -e trace=getdents64,sendto,sendmsg,writev \
-	"$REAL_FSD" "\$@"
-SH
-chmod +x "$T/fsd-traced"
-FSD=$T/fsd-traced
+traced_fsd -e trace=getdents64,sendto,sendmsg,writev
 
 mkdir -p "$D/big"
 # names long enough that the directory is over 256 KiB (a large one)
@@ -55,12 +45,7 @@ checks() {
 	check "HTML: prologue before the names" ok "$(order html)"
 	check "HTML, gzip: prologue before the names" ok "$(order html gzip)"
 	check "NDJSON: header before the names" ok "$(order ndjson)"
-	local pid
-	pid=$(pgrep -P "$DPID" -x fileserverd)
-	kill "${pid:-$DPID}"
-	wait "$DPID"
-	check "daemon exits 0 on SIGTERM" 0 "$?"
-	DPID=
+	stop_traced_daemon
 }
 
 run_backends checks
