@@ -3,9 +3,8 @@
 # two sends (the header, then the first chunk) come before the first
 # getdents64 of the listed directory, plain and gzip-compressed, and the
 # listing is whole; NDJSON, which has no prologue, sends its header
-# first. The first names of a cached directory are read
-# inline, on the thread that sends, so the order is the code's, not the
-# scheduler's.
+# first. A cached directory's first names are read inline, on the
+# thread that sends, so the order is the code's, not the scheduler's.
 . "$top_srcdir/t/daemon/lib.sh"
 
 need strace
