@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct fcw;
 
@@ -30,6 +31,10 @@ struct fcw_dep {
 /* Called for every dependency an event hits, from fcw_sync(); must not
  * unlink dependencies (mark, and drop once fcw_sync returns). */
 typedef void (*fcw_fire_fn)(struct fcw_dep *d);
+/* Inside fire(): the event's inotify mask, and the name it carries (an
+ * entry of the watched directory), or NULL for one on the watched inode
+ * itself. */
+void fcw_event(uint32_t *mask, const char **name);
 
 /* Creates this thread's watches: at most @budget inotify watches. The
  * small-file cache and the listing cache share them: each calls

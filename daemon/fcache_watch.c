@@ -503,6 +503,16 @@ static bool names(const struct fcw_dep *d, const char *name)
 	return false;
 }
 
+/* The event being handed to fire() (fcw_event()). */
+static __thread uint32_t ev_mask;
+static __thread const char *ev_name;
+
+void fcw_event(uint32_t *mask, const char **name)
+{
+	*mask = ev_mask;
+	*name = ev_name;
+}
+
 /* @name NULL: an event on the watched inode itself (a file's watch
  * reports only those), which every dependent cares about. */
 static void on_event(int wd, uint32_t mask, const char *name)
@@ -518,9 +528,12 @@ static void on_event(int wd, uint32_t mask, const char *name)
 			ws->foreign_events++;
 		return;
 	}
+	ev_mask = mask;
+	ev_name = name;
 	for (struct fcw_dep *d = w->deps; d; d = d->next)
 		if (!name || !d->name || names(d, name))
 			(d->fire ? d->fire : ws->fire)(d);
+	ev_name = NULL;
 }
 
 /* Reads every queued event (one read returning EAGAIN when none).

@@ -14,10 +14,13 @@
  * by that watch, which a watch on the directory alone would not see; a
  * subdirectory's watch reports the entries that change its mtime and
  * size. A name that appears after the names were read is a create event
- * on the directory. Any event on any of these watches drops the entry,
- * a fill hit by one is not kept, a queue overflow or a change to the
- * mount table drops everything, and events are applied before every
- * use. Not cached: directories off the root's file system, or all of
+ * on the directory. An event on a filled entry that names one of its
+ * entries (the directory's, with the name; an entry's own watch) has
+ * that name stat'ed again, and watched again first where it may lead
+ * to another inode, before the next use (lcache_patch.c); any other
+ * event on the directory drops the entry, a fill hit by any event is
+ * not kept, a queue overflow or a change to the mount table drops
+ * everything, and events are applied before every use. Not cached: directories off the root's file system, or all of
  * them when inotify cannot see its changes (lk_fs_local), listings with a symlink whose target would
  * be shown (its target can change without any event here) or an entry
  * whose stat failed, and directories with more entries than the watch
@@ -43,39 +46,6 @@
 
 /* Watches linked between two yields of the fill (other requests run). */
 #define LC_YIELD 4096u
-
-struct lc_rec {
-	const char *name;
-	uint32_t namelen, mode;
-	uint64_t size;
-	int64_t mtime;
-	uint32_t mtime_nsec;
-};
-
-/* The orders kept: sort (4) x desc x dirs-first. */
-#define LC_NORDERS 16
-
-struct lc_dir {
-	struct lc_dir *hnext, *prev, *next;   /* table; LRU (head: newest) */
-	struct lc_dir *doomed_next;
-	char *key;                  /* flags, device, inode */
-	size_t bytes;
-	bool doomed, filling, bad;
-	bool changed;               /* bad: an event came during the fill */
-	unsigned long epoch;        /* fcw_epoch() when the fill began */
-	struct lc_dir *fnext;       /* fills in progress */
-	struct fibril_waitq waiters;/* listings waiting for the fill */
-	size_t nrec, caprec;
-	struct lc_rec *recs;        /* in name order once filled */
-	uint32_t *order[LC_NORDERS];
-	char *names;                /* arena */
-	size_t names_len, names_cap;
-	struct lc_body *bodies;     /* rendered, newest first */
-	unsigned nbodies;
-	struct fcw_dep ddep;        /* the directory */
-	size_t ndeps;
-	struct fcw_dep *deps;       /* its entries */
-};
 
 struct lc_state {
 	struct lc_dir *head, *tail; /* LRU of filled entries */
@@ -117,11 +87,15 @@ static void dir_free(struct lc_dir *d)
 		lcache_body_unref(b);
 	}
 	fcw_unwatch(&d->ddep);
-	for (size_t i = 0; i < d->ndeps; i++)
-		fcw_unwatch(&d->deps[i]);
+	for (size_t i = 0; i < d->nents; i++)
+		fcw_unwatch(&d->ents[i].dep);
+	for (struct lc_ent *e = d->xents; e; e = e->xnext)
+		fcw_unwatch(&e->dep);
+	lcp_free(d);
 	for (size_t i = 0; i < LC_NORDERS; i++)
 		free(d->order[i]);
-	free(d->deps);
+	free(d->ents);
+	free(d->wnames);
 	free(d->recs);
 	free(d->names);
 	free(d->key);
@@ -163,7 +137,13 @@ static void fire(struct fcw_dep *dep)
 		d->bad = d->changed = true; /* the fill's end throws it away */
 		return;
 	}
-	if (!d->doomed) {
+	/* A name changed: stat'ed again before the next use. */
+	if (d->patching) {
+		if (!lcp_note(d, dep))
+			d->bad = true;
+		return;
+	}
+	if (!d->doomed && !lcp_note(d, dep)) {
 		d->doomed = true;
 		d->doomed_next = lc->doomed;
 		lc->doomed = d;
@@ -318,7 +298,8 @@ int lcache_open(struct lc_iter *it, const struct statx *dir, const struct lk_sca
 	char *key = make_key(dir, so->flags);
 	struct lc_dir *d = key ? find(key) : NULL;
 	free(key);
-	if (!d)
+	/* (changed: patched by lcache_fill_start() first) */
+	if (!d || d->npend)
 		return 0;
 	bool fail;
 	const uint32_t *o = order_of(d, so, &fail);
@@ -502,34 +483,38 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 	j.read = false;
 	unsigned long ev0 = fcw_foreign_events();
 	rc = (int)fibril_call(lcw_job_run, &j);
-	d->deps = calloc(j.n ? j.n : 1, sizeof *d->deps);
+	d->ents = calloc(j.n ? j.n : 1, sizeof *d->ents);
 	for (size_t i = 0; i < j.n; i++) {
-		struct fcw_dep tmp = { 0 }, *dep = d->deps ? &d->deps[d->ndeps] : &tmp;
-		*dep = (struct fcw_dep){ .owner = d, .fire = fire };
+		struct lc_ent tmp = { 0 }, *e = d->ents ? &d->ents[d->nents] : &tmp;
+		e->dep = (struct fcw_dep){ .owner = d, .fire = fire };
+		e->name = j.arena + (j.woff ? j.woff[i] : 0);
 		/* Linked even when the fill fails: unlinked, the watch would
 		 * stay in the kernel with nobody to remove it. */
-		if (fcw_link(j.wds[i], dep) < 0)
+		if (fcw_link(j.wds[i], &e->dep) < 0)
 			rc = -ENOMEM;
-		else if (dep == &tmp)
-			fcw_unwatch(&tmp);
+		else if (e == &tmp)
+			fcw_unwatch(&tmp.dep);
 		else
-			d->ndeps++;
+			d->nents++;
 		if ((i + 1) % LC_YIELD == 0)
 			fibril_yield();
 	}
-	if (!d->deps)
+	if (!d->ents)
 		rc = -ENOMEM;
 	if (fcw_foreign_events() != ev0)
 		d->bad = true;
 	fcw_foreign_end();
 	free(j.wds);
-	free(j.arena);
+	free(j.woff);
+	d->wnames = j.arena;        /* the entries' names */
+	d->wnames_cap = j.acap;
 	if (rc == 0 && fcw_count() > budget)
 		rc = -ENOSPC;
 	return rc;
 }
 
-/* A fill of @key in progress that nothing has changed under yet. */
+/* A fill or patch of @key in progress that nothing has changed under
+ * yet. */
 static struct lc_dir *clean_fill(const char *key)
 {
 	for (struct lc_dir *d = fills; d; d = d->fnext)
@@ -548,6 +533,72 @@ static void fill_release(struct lc_dir *d)
 	fibril_waitq_wake_all(&d->waiters);
 }
 
+/* Into the table, the newest; room made for it. */
+static void link_dir(struct lc_dir *d)
+{
+	size_t h = hash_key(d->key) & (lc->nbuckets - 1);
+
+	d->hnext = lc->bucket[h];
+	lc->bucket[h] = d;
+	d->prev = NULL;
+	d->next = lc->head;
+	if (lc->head)
+		lc->head->prev = d;
+	lc->head = d;
+	if (!lc->tail)
+		lc->tail = d;
+	lc->n++;
+	lc->bytes += d->bytes;
+	evict();
+}
+
+/* Patch rounds before a directory that keeps changing is let go. */
+#define LC_PATCH_ROUNDS 4
+
+/* Applies the changes noted in the cached @d (open as @dirfd), out of
+ * the table meanwhile: a listing that comes then waits for it as for a
+ * fill. Afterwards @d is back in the table, or gone. */
+static void patch(struct lc_dir *d, int dirfd)
+{
+	size_t noted = d->npend;
+	int rc = 0, round;
+
+	unlink_dir(d);
+	d->patching = true;
+	d->epoch = fcw_epoch();
+	d->fnext = fills;
+	fills = d;
+	for (round = 0; rc == 0 && d->npend && !d->bad; round++) {
+		rc = round < LC_PATCH_ROUNDS ? lcp_apply(d, dirfd) : -EAGAIN;
+		/* what came meanwhile: noted for another round */
+		if (rc == 0)
+			sync_events();
+	}
+	fill_release(d);
+	d->patching = false;
+	if (rc == 0 && (d->bad || d->epoch != fcw_epoch()))
+		rc = -ESTALE;
+	if (rc < 0) {
+		fsd_log(LOG_DEBUG, "listing cache: %zu events not applied (%s)", noted,
+		        strerror(-rc));
+		dir_free(d);
+		return;
+	}
+	for (struct lc_body *b = d->bodies, *nx; b; b = nx) {
+		nx = b->next;
+		lcache_body_unref(b);
+	}
+	d->bodies = NULL;
+	d->nbodies = 0;
+	for (size_t i = 0; i < LC_NORDERS; i++) {
+		free(d->order[i]);
+		d->order[i] = NULL;
+	}
+	d->bytes = lcp_bytes(d);
+	fsd_log(LOG_DEBUG, "listing cache: %zu events applied in %d rounds", noted, round);
+	link_dir(d);
+}
+
 int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
                       const char *what, struct lc_dir **out)
 {
@@ -559,6 +610,13 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 		return LC_NONE;
 	sync_events();
 	struct lc_dir *d = find(key);
+	/* Names changed since it was cached: patched, then looked up again
+	 * (sort=none never comes from the cache). */
+	if (d && d->npend && so->sort != LK_SORT_NONE) {
+		free(key);
+		patch(d, dirfd);
+		return LC_BUSY;
+	}
 	/* Only on the root's file system, known to be local (inotify sees
 	 * only the changes this kernel makes): asking another one (a FUSE
 	 * or NFS mount beneath the root) would block the worker. */
@@ -577,6 +635,7 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 		return LC_NONE;
 	}
 	d->key = key;
+	d->flags = so->flags & (LK_SCAN_DOTFILES | LK_SCAN_NO_LINKS);
 	d->filling = true;
 	d->epoch = fcw_epoch();
 	d->fnext = fills;
@@ -684,8 +743,7 @@ void lcache_fill_end(struct lc_dir *d, bool complete)
 	cmp_sort = LK_SORT_NAME;
 	qsort(d->recs, d->nrec, sizeof *d->recs, rec_qcmp);
 	d->filling = false;
-	d->bytes = sizeof *d + strlen(d->key) + d->caprec * sizeof *d->recs +
-	           d->names_cap + d->ndeps * (sizeof *d->deps + 48);
+	d->bytes = lcp_bytes(d);
 	if (d->bytes > fsd->conf.listing_cache_bytes) {
 		fsd_log(LOG_DEBUG, "listing cache: a fill of %zu entries not kept (%zu bytes)",
 		        d->nrec, d->bytes);
@@ -693,16 +751,5 @@ void lcache_fill_end(struct lc_dir *d, bool complete)
 		return;
 	}
 	fsd_log(LOG_DEBUG, "listing cache: a fill of %zu entries kept", d->nrec);
-	size_t h = hash_key(d->key) & (lc->nbuckets - 1);
-	d->hnext = lc->bucket[h];
-	lc->bucket[h] = d;
-	d->next = lc->head;
-	if (lc->head)
-		lc->head->prev = d;
-	lc->head = d;
-	if (!lc->tail)
-		lc->tail = d;
-	lc->n++;
-	lc->bytes += d->bytes;
-	evict();
+	link_dir(d);
 }

@@ -1,8 +1,8 @@
 /*
  * The listing cache: per worker, the entries (names, types, sizes,
  * mtimes, modes) of recently listed directories, so that a listing of
- * an unchanged directory, in any format, order or page, is rendered
- * from memory without a stat. Kept correct by inotify (lcache.c says
+ * one listed before, in any format, order or page, is rendered from
+ * memory, with only the names changed since then stat'ed again. Kept correct by inotify (lcache.c says
  * how) and bounded by listing_cache_bytes per worker (least recently
  * used directories go first). Thread-local: everything runs on the
  * worker's thread but the watches of a fill's names, added on a pool

@@ -63,7 +63,7 @@ static long read_names(struct lcw_job *j)
 }
 
 /* One thread's share of the names: arena[off, end), its watches from
- * wds[first] on. */
+ * wds[first] on (and the offsets of their names from woff[first]). */
 struct lcw_part {
 	struct lcw_job *j;
 	size_t off, end, first, n;
@@ -83,6 +83,7 @@ static long watch_each(struct lcw_part *p, int dirfd)
 			continue;       /* gone: the directory's watch says so */
 		if (wd < 0)
 			return wd;
+		p->j->woff[p->first + p->n] = off;
 		p->j->wds[p->first + p->n++] = wd;
 	}
 	return 0;
@@ -122,7 +123,8 @@ static long add_watches(struct lcw_job *j)
 	long rc = 0;
 
 	j->wds = malloc((j->names ? j->names : 1) * sizeof *j->wds);
-	if (!j->wds)
+	j->woff = malloc((j->names ? j->names : 1) * sizeof *j->woff);
+	if (!j->wds || !j->woff)
 		return -ENOMEM;
 	/* Shares of about alen / k bytes, each from the start of a name,
 	 * its watches where its first name is counted. */
@@ -155,6 +157,7 @@ static long add_watches(struct lcw_job *j)
 	j->n = 0;
 	for (size_t i = 0; i < k; i++) {
 		memmove(j->wds + j->n, j->wds + part[i].first, part[i].n * sizeof *j->wds);
+		memmove(j->woff + j->n, j->woff + part[i].first, part[i].n * sizeof *j->woff);
 		j->n += part[i].n;
 		if (part[i].rc < 0 && rc == 0)
 			rc = part[i].rc;

@@ -1,8 +1,9 @@
 # A large directory (its own size 256 KiB or more) is cached from its
 # second listing with no name come or gone between: the first is a
 # plain scan, the second fills the cache, the third comes from it. A
-# name made starts over; a file written in place does not. Every
-# listing is the directory's. A mount anywhere empties every cache, so
+# name made or a file written in place is patched into it, no fill
+# again; a change to the directory itself drops it and starts over.
+# Every listing is the directory's. A mount anywhere empties every cache, so
 # the checks are tried again when one came in between (mounts_still).
 . "$top_srcdir/t/daemon/lib.sh"
 
@@ -10,6 +11,7 @@ LCK=$top_srcdir/t/daemon/lcache_check.py
 D=$T/root
 fresh() { python3 "$LCK" fresh "$URL/big/?format=ndjson" "$D/big"; }
 kept() { grep -cE 'listing cache: a fill of [0-9]{3,} entries kept' "$T/err.log"; }
+patched() { grep -c 'listing cache: [0-9]* events applied' "$T/err.log"; }
 # settled: the log has caught up (a listing of small/ from the cache is
 # the marker: the log is written in order)
 settled() {
@@ -48,15 +50,21 @@ checks() {
 	: > "$D/big/a-new-name"
 	check_match "a name made: listed right" "^ok $((count + 1))\$" "$(fresh)"
 	settled
-	check "the first listing after a name made: a scan" 1 "$(kept)"
-	check_match "and the next" "^ok $((count + 1))\$" "$(fresh)"
-	settled
-	check "the next, unchanged, filled it" 2 "$(kept)"
-
+	check "the listing after a name made: patched, no fill" "1 1" \
+		"$(kept) $(patched)"
 	echo more >> "$D/big/a-new-name"
 	check_match "a file written in place: listed right" "^ok $((count + 1))\$" "$(fresh)"
 	settled
-	check "the names unchanged: filled again at once" 3 "$(kept)"
+	check "a file written in place: patched, no fill" "1 2" "$(kept) $(patched)"
+	check "both from the cache" 3 "$(lcache_hits_reach /big/ 3)"
+
+	chmod 700 "$D/big"
+	check_match "the directory's mode changed: listed right" "^ok $((count + 1))\$" "$(fresh)"
+	settled
+	check "the listing after it: a scan" 1 "$(kept)"
+	check_match "and the next" "^ok $((count + 1))\$" "$(fresh)"
+	settled
+	check "the next, unchanged, filled it" 2 "$(kept)"
 	stop_daemon
 }
 

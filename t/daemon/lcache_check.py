@@ -13,10 +13,19 @@ describe the directory as it is now (names, modes, sizes, mtimes).
       must already show it; meanwhile a second client lists DIR without
       pause, so that fills and hits race with the changes. Prints
       "ok N changes" or the first stale listing (exit 1).
+  churn URL DIR OUTSIDE STEPS SEED
+      STEPS times: one to three changes to DIR (names made, removed,
+      renamed within, over another, out to OUTSIDE and back in, two
+      names exchanged, hidden and shown again, made again under the
+      same name; writes, truncation, chmod, mtimes set; hard links from
+      OUTSIDE written there; subdirectories made, filled and removed;
+      symlinks), then the listing, which must show them. Prints "ok N
+      changes" or the first stale listing (exit 1).
   fill URL DIR OUTSIDE ROUNDS
       DIR holds many files named fNNNNNN, some with hard links in
-      OUTSIDE. ROUNDS times: a whole listing of DIR starts (it fills
-      the cache), and after a delay swept across its duration one
+      OUTSIDE (1,100 or more). ROUNDS times: the cached listing
+      dropped, a whole listing of DIR starts (it fills the cache), and
+      after a delay swept across its duration one
       change is made to one entry; once the listing is done, the page
       of one entry at that place (?limit=1&after=, answered by the cache
       when it holds DIR) must show the change. Prints "ok N rounds" or
@@ -153,6 +162,137 @@ def race(url, d, secs):
     return 0
 
 
+def exchange(a, b):
+    """renameat2(RENAME_EXCHANGE): two names swap inodes at once."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2", a)
+
+
+def churn_step(rnd, d, outside, n):
+    """One change to @d; returns what it was."""
+    def visible():
+        return sorted(x for x in os.listdir(d) if not x.startswith(".")
+                      and os.path.isfile(os.path.join(d, x))
+                      and not os.path.islink(os.path.join(d, x)))
+    names = visible()
+    p = lambda x: os.path.join(d, x)  # noqa: E731
+    op = rnd.randrange(20)
+    if op == 0 or len(names) < 4:
+        x = "c%d" % n
+        with open(p(x), "w") as f:
+            f.write("n" * rnd.randrange(0, 30))
+        return "made " + x
+    a, b = rnd.sample(names, 2)
+    if op == 1:
+        os.unlink(p(a))
+        return "removed " + a
+    if op == 2:
+        os.rename(p(a), p("m%d" % n))
+        return "renamed %s" % a
+    if op == 3:
+        os.rename(p(a), p(b))
+        return "renamed %s over %s" % (a, b)
+    if op == 4:
+        os.rename(p(a), os.path.join(outside, "o%d" % n))
+        return "moved out " + a
+    if op == 5:
+        gone = [x for x in os.listdir(outside) if x.startswith("o")]
+        if gone:
+            x = rnd.choice(gone)
+            os.rename(os.path.join(outside, x), p("i%d" % n))
+            return "moved in " + x
+        return "nothing"
+    if op == 6:
+        exchange(p(a), p(b))
+        return "exchanged %s and %s" % (a, b)
+    if op == 7:
+        os.rename(p(a), p("." + a))
+        os.rename(p("." + a), p("h%d" % n))
+        return "hidden and shown again " + a
+    if op == 8:
+        os.unlink(p(a))
+        with open(p(a), "w") as f:
+            f.write("again" * rnd.randrange(1, 5))
+        return "made again " + a
+    if op == 9:
+        with open(p(a), "a") as f:
+            f.write("x" * rnd.randrange(1, 50))
+        return "appended to " + a
+    if op == 10:
+        os.truncate(p(a), rnd.randrange(0, 3))
+        return "truncated " + a
+    if op == 11:
+        os.chmod(p(a), 0o600 + rnd.randrange(0o100))
+        return "chmod " + a
+    if op == 12:
+        t = rnd.randrange(10**9, 2 * 10**9)
+        os.utime(p(a), (t, t))
+        return "mtime set " + a
+    if op == 13:
+        ln = os.path.join(outside, "l%d" % n)
+        os.link(p(a), ln)
+        with open(ln, "a") as f:
+            f.write("y")
+        return "linked out and written there " + a
+    if op == 14:
+        links = [x for x in os.listdir(outside) if x.startswith("l")]
+        if links:
+            with open(os.path.join(outside, rnd.choice(links)), "a") as f:
+                f.write("z")
+        return "an old link written"
+    if op == 15:
+        links = [x for x in os.listdir(outside) if x.startswith("l")]
+        if links:
+            x = rnd.choice(links)
+            os.link(os.path.join(outside, x), p("k%d" % n))
+            with open(os.path.join(outside, x), "a") as f:
+                f.write("w")
+            return "linked in " + x
+        return "nothing"
+    if op == 16:
+        sub = p("s%d" % rnd.randrange(3))
+        if os.path.isdir(sub) and rnd.randrange(2):
+            for x in os.listdir(sub):
+                os.unlink(os.path.join(sub, x))
+            os.rmdir(sub)
+            return "subdirectory removed"
+        os.makedirs(sub, exist_ok=True)
+        open(os.path.join(sub, "e%d" % n), "w").close()
+        return "made in a subdirectory"
+    if op == 17:
+        open(p(".dot%d" % (n % 3)), "a").close()
+        return "a hidden name"
+    if op == 18:
+        x = p("ln")
+        if os.path.islink(x):
+            os.unlink(x)
+            return "symlink removed"
+        if rnd.randrange(4):
+            return "nothing"
+        os.symlink(a, x)
+        return "symlink made"
+    os.rename(p(a), p(a + ".t"))
+    os.rename(p(b), p(a))
+    os.rename(p(a + ".t"), p(b))
+    return "swapped %s and %s through a third name" % (a, b)
+
+
+def churn(url, d, outside, steps, seed):
+    rnd = random.Random(seed)
+    os.makedirs(outside, exist_ok=True)
+    done = []
+    for n in range(steps):
+        done = [churn_step(rnd, d, outside, n * 4 + k) for k in range(rnd.randrange(1, 4))]
+        bad = diff(url, d)
+        if bad:
+            print("stale after step %d (%s):\n%s" % (n, "; ".join(done), bad))
+            return 1
+    print("ok %d changes" % steps)
+    return 0
+
+
 def page(url, after):
     """The entry listed right after @after (name order), or None."""
     q = "&" if "?" in url else "?"
@@ -181,10 +321,14 @@ def fill(url, d, outside, rounds):
     t0 = time.monotonic()
     fetch(url)
     span = max(time.monotonic() - t0, 0.05)
-    # (that fill was kept: a write in place drops it, no name changed)
-    with open(os.path.join(d, names[0]), "a") as f:
-        f.write("dropped\n")
+
+    def drop():
+        # (more names changed at once than a patch applies: the cached
+        # listing goes, and with no name come or gone the next one fills)
+        for x in names[:1100]:
+            os.utime(os.path.join(d, x))
     for k in range(rounds):
+        drop()
         i = rnd.randrange(1, len(names) - 1)
         op = k % 6
         target = names[i]
@@ -246,6 +390,9 @@ def main():
         return fresh(sys.argv[2], sys.argv[3])
     if cmd == "race":
         return race(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    if cmd == "churn":
+        return churn(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]),
+                     int(sys.argv[6]))
     if cmd == "fill":
         return fill(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     print("unknown command", cmd)
