@@ -380,6 +380,21 @@ static int link_watches(struct lc_dir *d, struct lcp_item *it, size_t n)
 	return rc;
 }
 
+/* Frees the patches' watches no longer linked (none is in the table):
+ * a directory whose files come and go all day keeps only its own. */
+static void sweep(struct lc_dir *d)
+{
+	for (struct lc_ent **pp = &d->xents, *e; (e = *pp);) {
+		if (e->dep.w) {
+			pp = &e->xnext;
+			continue;
+		}
+		*pp = e->xnext;
+		free(e);
+		d->nxents--;
+	}
+}
+
 /* The items noted again, ahead of what came meanwhile. */
 static int renote(struct lc_dir *d, struct lcp_item *it, size_t m)
 {
@@ -426,6 +441,7 @@ int lcp_apply(struct lc_dir *d, int dirfd)
 		unsigned long ev0 = fcw_foreign_events();
 		fibril_call(job_run, &j);
 		rc = link_watches(d, it, m);
+		sweep(d);
 		/* An event on a new watch before it was linked is lost: its
 		 * names are stat'ed again, now that their watches report. */
 		bool lost = fcw_foreign_events() != ev0;
