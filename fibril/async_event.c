@@ -4,7 +4,9 @@
  * libevent 2.1 has no "before sleeping" hook, so work the fd cannot
  * announce (queued SQEs, deferred callbacks, runnable fibrils) arrives
  * through the engine's kick, which activates an event; libevent then
- * runs it in the same loop iteration, before it polls again.
+ * runs it in the same loop iteration, before it polls again. Fibrils
+ * that only yielded wait for a zero timer instead, which runs after
+ * the poll.
  */
 #include "first.h"
 
@@ -30,8 +32,14 @@ static void async__ev_rearm(struct async__evhost *h)
 	int b = fibril_sched_timeout_ms();
 	int t = a < 0 ? b : b < 0 ? a : a < b ? a : b;
 
-	if (t == 0) {
+	if (a == 0) {
 		event_active(h->kick, EV_TIMEOUT, 0);
+	} else if (b == 0) {
+		/* Only fibrils that yielded: after the base has polled, or one
+		 * that yields in a loop would keep every fd waiting until it
+		 * ends (an activated event runs in the same iteration). */
+		struct timeval tv = { 0, 0 };
+		evtimer_add(h->tm, &tv);
 	} else if (t > 0) {
 		struct timeval tv = { t / 1000, (t % 1000) * 1000 };
 		evtimer_add(h->tm, &tv);

@@ -163,6 +163,44 @@ START_TEST(callbacks_in_event_base)
 }
 END_TEST
 
+/* A fibril that yields in a loop (a long render between other clients)
+ * runs again only after the base has polled: an fd that became ready
+ * meanwhile gets its callback before the loop ends. */
+static int yields, yields_seen = -1;
+
+static void yielder(void *arg)
+{
+	(void)arg;
+	ck_assert_int_eq(write(pipefd[1], "y", 1), 1);
+	for (yields = 0; yields < 1000; yields++)
+		fibril_yield();
+	done++;
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	char b;
+	(void)what;
+	(void)arg;
+	ck_assert_int_eq(read(fd, &b, 1), 1);
+	yields_seen = yields;
+}
+
+START_TEST(yielder_leaves_fds_their_turn)
+{
+	ck_assert_int_eq(pipe(pipefd), 0);
+	struct event *ev = event_new(base, pipefd[0], EV_READ, on_readable, NULL);
+	ck_assert_int_eq(event_add(ev, NULL), 0);
+	ck_assert_int_eq(fibril_create(NULL, yielder, NULL, "yielder"), 0);
+	async_event_kick(eng);
+	run_until(1);
+	event_free(ev);
+	ck_assert_int_eq(done, 1);
+	ck_assert_int_ge(yields_seen, 0);
+	ck_assert_int_lt(yields_seen, 10);
+}
+END_TEST
+
 /* Destroying an attached engine takes the adapter's events off the
  * base: none may fire on a freed engine. */
 START_TEST(destroy_detaches)
@@ -184,6 +222,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, fibrils_in_event_base);
 	tcase_add_test(tc, fibril_started_from_callback);
 	tcase_add_test(tc, callbacks_in_event_base);
+	tcase_add_test(tc, yielder_leaves_fds_their_turn);
 	tcase_add_test(tc, destroy_detaches);
 	suite_add_tcase(s, tc);
 	return s;
