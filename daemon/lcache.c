@@ -80,17 +80,22 @@ static char *make_key(const struct statx *d, unsigned flags)
 	return k;
 }
 
+static void unwatch_all(struct lc_dir *d)
+{
+	fcw_unwatch(&d->ddep);
+	for (size_t i = 0; i < d->nents; i++)
+		fcw_unwatch(&d->ents[i].dep);
+	for (struct lc_ent *e = d->xents; e; e = e->xnext)
+		fcw_unwatch(&e->dep);
+}
+
 static void dir_free(struct lc_dir *d)
 {
 	for (struct lc_body *b = d->bodies, *nx; b; b = nx) {
 		nx = b->next;
 		lcache_body_unref(b);
 	}
-	fcw_unwatch(&d->ddep);
-	for (size_t i = 0; i < d->nents; i++)
-		fcw_unwatch(&d->ents[i].dep);
-	for (struct lc_ent *e = d->xents; e; e = e->xnext)
-		fcw_unwatch(&e->dep);
+	unwatch_all(d);
 	lcp_free(d);
 	for (size_t i = 0; i < LC_NORDERS; i++)
 		free(d->order[i]);
@@ -123,10 +128,22 @@ static void unlink_dir(struct lc_dir *d)
 	lc->bytes -= d->bytes;
 }
 
+/* Out of the table already: freed, or, while a walk reads it, no
+ * longer watched and freed when the last walk ends. */
+static void release(struct lc_dir *d)
+{
+	if (!d->pins) {
+		dir_free(d);
+		return;
+	}
+	unwatch_all(d);
+	d->orphan = true;
+}
+
 static void drop(struct lc_dir *d)
 {
 	unlink_dir(d);
-	dir_free(d);
+	release(d);
 }
 
 static void fire(struct fcw_dep *dep)
@@ -337,8 +354,24 @@ int lcache_open(struct lc_iter *it, const struct statx *dir, const struct lk_sca
 	if (so->limit && end - start > so->limit)
 		end = start + so->limit;
 	*it = (struct lc_iter){ .d = d, .o = o, .i = start, .end = end };
+	d->pins++;
 	/* (a new order counted: the bound holds after the listing) */
 	return 1;
+}
+
+void lcache_close(struct lc_iter *it)
+{
+	struct lc_dir *d = it->d;
+
+	if (!d)
+		return;
+	it->d = NULL;
+	if (--d->pins)
+		return;
+	if (d->orphan)
+		dir_free(d);
+	else
+		fibril_waitq_wake_all(&d->pinq);
 }
 
 size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max)
@@ -347,7 +380,6 @@ size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max)
 
 	for (; n < max && it->i < it->end; n++, it->i++) {
 		const struct lc_rec *c = &it->d->recs[it->o ? it->o[it->i] : it->i];
-		memset(&b[n], 0, sizeof b[n]);
 		b[n].name = c->name;
 		b[n].namelen = c->namelen;
 		b[n].stx.stx_mode = (uint16_t)c->mode;
@@ -400,8 +432,10 @@ struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
 	struct lc_dir *d = it->d;
 	struct lc_body *b;
 
-	/* (room for the entries and a few variants besides) */
-	if (len > fsd->conf.listing_cache_bytes / 4 || lcache_body_find(it, variant) ||
+	/* (room for the entries and a few variants besides; none for an
+	 * entry changed, or out of the table, since the walk began) */
+	if (d->orphan || d->patching || d->npend ||
+	    len > fsd->conf.listing_cache_bytes / 4 || lcache_body_find(it, variant) ||
 	    !(b = calloc(1, sizeof *b)))
 		return NULL;
 	if (!(b->variant = strdup(variant))) {
@@ -427,7 +461,7 @@ struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
 	d->nbodies++;
 	d->bytes += body_bytes(b);
 	lc->bytes += body_bytes(b);
-	evict();                    /* (@it may be gone now) */
+	evict();                    /* (the walk keeps its entry, if dropped) */
 	return b;
 }
 
@@ -554,6 +588,8 @@ static void link_dir(struct lc_dir *d)
 
 /* Patch rounds before a directory that keeps changing is let go. */
 #define LC_PATCH_ROUNDS 4
+/* The longest a patch waits for the walks of the records it replaces. */
+#define LC_PIN_WAIT_NS 2000000000ull
 
 /* Applies the changes noted in the cached @d (open as @dirfd), out of
  * the table meanwhile: a listing that comes then waits for it as for a
@@ -568,6 +604,12 @@ static void patch(struct lc_dir *d, int dirfd)
 	d->epoch = fcw_epoch();
 	d->fnext = fills;
 	fills = d;
+	uint64_t deadline = fibril_now_ns() + LC_PIN_WAIT_NS;
+	if (d->pins)
+		fsd_log(LOG_DEBUG, "listing cache: a patch waits for %u walks", d->pins);
+	while (d->pins && rc == 0)
+		if (fibril_waitq_wait(&d->pinq, deadline) < 0 && fibril_now_ns() >= deadline)
+			rc = -ETIMEDOUT;
 	for (round = 0; rc == 0 && d->npend && !d->bad; round++) {
 		rc = round < LC_PATCH_ROUNDS ? lcp_apply(d, dirfd) : -EAGAIN;
 		/* what came meanwhile: noted for another round */
@@ -581,7 +623,7 @@ static void patch(struct lc_dir *d, int dirfd)
 	if (rc < 0) {
 		fsd_log(LOG_DEBUG, "listing cache: %zu events not applied (%s)", noted,
 		        strerror(-rc));
-		dir_free(d);
+		release(d);
 		return;
 	}
 	for (struct lc_body *b = d->bodies, *nx; b; b = nx) {

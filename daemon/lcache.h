@@ -30,7 +30,8 @@ struct lc_dir;
  * for nothing. */
 #define LCACHE_LARGE_DIR_BYTES (256u * 1024)
 
-/* A walk over a cached listing (no parking while it lasts). */
+/* A walk over a cached listing: its entry stays (unchanged) until
+ * lcache_close(), and the walk may yield. */
 struct lc_iter {
 	struct lc_dir *d;
 	const uint32_t *o;
@@ -40,8 +41,12 @@ struct lc_iter {
  * statx: the cache knows directories, not paths) in the order, page
  * (after, limit) and flags of @so. 1 when cached, else 0. Never parks. */
 int lcache_open(struct lc_iter *it, const struct statx *dir, const struct lk_scan_opts *so);
-/* Up to @max entries into @b; 0 at the end. */
+/* Up to @max entries into @b; 0 at the end. @b zeroed by the caller
+ * before the first call: only the fields the cache keeps are written
+ * (name, type and mode, size, mtime). */
 size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max);
+/* Ends a walk lcache_open() began (no-op after one). */
+void lcache_close(struct lc_iter *it);
 
 /* A rendered listing kept with a cached directory: the body of one
  * variant (format, order, coding, path) of the whole listing, sent by
@@ -59,8 +64,8 @@ struct lc_body {
 struct lc_body *lcache_body_find(const struct lc_iter *it, const char *variant);
 /* Keeps @data (@len bytes, malloc'ed; taken over on success) with its
  * ETag as the body of @variant; the body (a reference for the caller)
- * or NULL (out of memory or too large: @data is still the caller's).
- * Ends the walk @it: the entry may be evicted to make room. */
+ * or NULL (out of memory, too large, or the entry changed or dropped
+ * since the walk began: @data is still the caller's). */
 struct lc_body *lcache_body_keep(const struct lc_iter *it, const char *variant,
                                  char *data, size_t len, const char *etag);
 void lcache_body_ref(struct lc_body *b);

@@ -73,6 +73,9 @@ struct lc_dir {
 	size_t hcap, hused;
 	struct lc_pend *pend;       /* noted since the last patch */
 	size_t npend, cappend;
+	unsigned pins;              /* walks in progress (lcache_open()) */
+	bool orphan;                /* dropped while pinned: freed at the last */
+	struct fibril_waitq pinq;   /* a patch waiting for the walks to end */
 };
 
 /* ---- lcache_patch.c, on the worker ---- */

@@ -5,7 +5,8 @@
 # filled and removed; symlinks), the listing shows the directory as it
 # is, and most of those listings come from the patched cache, not from
 # a scan. With symlink targets shown, a symlink keeps the directory out
-# of the cache; with them off, it is cached like any entry.
+# of the cache; with them off, it is cached like any entry. And a large
+# listing rendered from the cache while its directory changes.
 . "$top_srcdir/t/daemon/lib.sh"
 
 LCK=$top_srcdir/t/daemon/lcache_check.py
@@ -39,11 +40,64 @@ churn() {
 		"$(grep 'events not applied' "$T/err.log" | grep -v 'Too many links')"
 }
 
+# Listings of 8,000 entries, rendered from the cache a chunk at a time
+# (other clients served between chunks), while a writer changes the
+# directory and checks each change, and two more clients ask back to
+# back for a page of 7,000 (rendered each time, not kept). Then a page
+# of 29,000 compressed (tens of milliseconds of chunks) and a change
+# made while it renders: the patch waits for that render, which shows
+# the records as they were when it began.
+race() {
+	rm -rf "$D"
+	mkdir -p "$D/d"
+	(cd "$D/d" && seq -f 'f%05g' 1 8000 | xargs touch) || exit 99
+	# (one worker: every request meets the same cache)
+	printf '[server]\nroot = %s\nworkers = 1\nlog_level = debug\nerror_log = %s\n' \
+		"$D" "$T/err.log" > "$T/c.conf"
+	: > "$T/err.log"
+	start_daemon -c "$T/c.conf"
+	local loops= i
+	for i in 1 2; do
+		(while :; do curl -s -o /dev/null "$URL/d/?format=ndjson&limit=7000"; done) &
+		loops="$loops $!"
+	done
+	check_match "8,000 entries patched while rendered: never stale" '^ok [0-9]+ changes' \
+		"$(python3 "$LCK" race "$URL/d/?format=ndjson" "$D/d" 4)"
+	kill $loops
+	wait $loops 2>/dev/null
+	check "... and patched, not rescanned" yes \
+		"$([ "$(grep -c 'events applied' "$T/err.log")" -ge 10 ] && echo yes)"
+
+	(cd "$D/d" && seq -f 'g%05g' 1 22000 | xargs touch) || exit 99
+	# (a scan, then the fill; then a patch, which indexes the names)
+	for i in 1 2 3; do
+		[ "$i" = 3 ] && touch "$D/d/f00009"
+		python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d" > /dev/null
+	done
+	local bad=
+	for i in $(seq 1 16); do
+		curl -s --compressed -o "$T/page" "$URL/d/?format=html&limit=29000" &
+		sleep 0.003
+		touch "$D/d/f$(printf %05d "$i")"
+		curl -s -o /dev/null "$URL/d/?format=ndjson"
+		wait $!
+		python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d" | grep -q '^ok' || bad="$bad $i"
+		[ "$(grep -c '<div class=r>' "$T/page")" -ge 29000 ] || bad="$bad page$i"
+		grep -q 'a patch waits for' "$T/err.log" && [ "$i" -ge 3 ] && break
+	done
+	stop_daemon
+	check "changes during long renders: listed right, the renders whole" "" "$bad"
+	echo "# $(grep -c 'a patch waits for' "$T/err.log") patches waited for renders"
+	check "a patch waited for a render in progress" yes \
+		"$([ "$(grep -c 'a patch waits for' "$T/err.log")" -ge 1 ] && echo yes)"
+}
+
 checks() {
 	churn beneath 400
 	churn off 400
 	check "with targets off, a symlink is patched in" "" \
 		"$(grep 'events not applied' "$T/err.log")"
+	race
 }
 
 run_backends mounts_still 3 checks

@@ -6,12 +6,13 @@ describe the directory as it is now (names, modes, sizes, mtimes).
       GET URL (an NDJSON listing); prints "ok N" when every entry of DIR
       (dotfiles hidden) is listed with its lstat's mode, size and mtime,
       and nothing else, else what differs (exit 1).
-  race URL DIR SECONDS
+  race URL DIR SECONDS [HAMMERS]
       For SECONDS: one change to DIR or its entries (create, delete,
       rename, write in place, chmod, a write through a hard link outside
       DIR, an entry made in a subdirectory), then the listing, which
-      must already show it; meanwhile a second client lists DIR without
-      pause, so that fills and hits race with the changes. Prints
+      must already show it; meanwhile HAMMERS (1) other clients list DIR
+      without pause, so that fills, patches and hits race with the
+      changes. Prints
       "ok N changes" or the first stale listing (exit 1).
   churn URL DIR OUTSIDE STEPS SEED
       STEPS times: one to three changes to DIR (names made, removed,
@@ -90,7 +91,7 @@ def fresh(url, d):
     return 0
 
 
-def race(url, d, secs):
+def race(url, d, secs, hammers=1):
     stop = threading.Event()
     errors = []
     outside = os.path.join(os.path.dirname(os.path.abspath(d)), "race-outside")
@@ -106,8 +107,9 @@ def race(url, d, secs):
                 errors.append(repr(e))
                 return
 
-    t = threading.Thread(target=hammer)
-    t.start()
+    ts = [threading.Thread(target=hammer) for _ in range(hammers)]
+    for t in ts:
+        t.start()
     rnd = random.Random(7)
     n = 0
     end = time.monotonic() + secs
@@ -151,7 +153,8 @@ def race(url, d, secs):
                 break
     finally:
         stop.set()
-        t.join()
+        for t in ts:
+            t.join()
     if bad:
         print("stale after change %d:\n%s" % (n, bad))
         return 1
@@ -389,7 +392,8 @@ def main():
     if cmd == "fresh":
         return fresh(sys.argv[2], sys.argv[3])
     if cmd == "race":
-        return race(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+        return race(sys.argv[2], sys.argv[3], float(sys.argv[4]),
+                    int(sys.argv[5]) if len(sys.argv) > 5 else 1)
     if cmd == "churn":
         return churn(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]),
                      int(sys.argv[6]))
