@@ -138,6 +138,7 @@ static void release(struct lc_dir *d)
 	}
 	unwatch_all(d);
 	d->orphan = true;
+	fsd_log(LOG_DEBUG, "listing cache: an entry dropped while %u renders read it", d->pins);
 }
 
 static void drop(struct lc_dir *d)

@@ -74,19 +74,42 @@ race() {
 		[ "$i" = 3 ] && touch "$D/d/f00009"
 		python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d" > /dev/null
 	done
-	local bad=
-	for i in $(seq 1 16); do
+	local bad= pages
+	for i in $(seq 1 40); do
 		curl -s --compressed -o "$T/page" "$URL/d/?format=html&limit=29000" &
-		sleep 0.003
+		pages=$!
+		curl -s --compressed -o /dev/null "$URL/d/?format=html&limit=29000" &
+		pages="$pages $!"
+		sleep "$(printf '0.%03d' $((4 * (i % 4) + 4)))"
 		touch "$D/d/f$(printf %05d "$i")"
 		curl -s -o /dev/null "$URL/d/?format=ndjson"
-		wait $!
+		wait $pages
 		python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d" | grep -q '^ok' || bad="$bad $i"
 		[ "$(grep -c '<div class=r>' "$T/page")" -ge 29000 ] || bad="$bad page$i"
-		grep -q 'a patch waits for' "$T/err.log" && [ "$i" -ge 3 ] && break
+		grep -q 'a patch waits for' "$T/err.log" && break
 	done
+	# The directory itself changed during a render: its entry is dropped
+	# while that render reads it, and freed when the render ends.
+	for i in $(seq 1 30); do
+		python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d" > /dev/null
+		python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d" > /dev/null
+		curl -s --compressed -o "$T/page" "$URL/d/?format=html&limit=29000" &
+		pages=$!
+		curl -s --compressed -o /dev/null "$URL/d/?format=html&limit=29000" &
+		pages="$pages $!"
+		sleep "$(printf '0.%03d' $((4 * (i % 4) + 4)))"
+		chmod "$([ $((i % 2)) = 1 ] && echo 700 || echo 755)" "$D/d"
+		curl -s -o /dev/null "$URL/d/?format=ndjson"
+		wait $pages
+		[ "$(grep -c '<div class=r>' "$T/page")" -ge 29000 ] || bad="$bad dropped-page$i"
+		grep -q 'dropped while' "$T/err.log" && break
+	done
+	python3 "$LCK" fresh "$URL/d/?format=ndjson" "$D/d" | grep -q '^ok' || bad="$bad after-drops"
 	stop_daemon
 	check "changes during long renders: listed right, the renders whole" "" "$bad"
+	echo "# $(grep -c 'dropped while' "$T/err.log") entries dropped during renders"
+	check "an entry dropped during a render" yes \
+		"$([ "$(grep -c 'dropped while' "$T/err.log")" -ge 1 ] && echo yes)"
 	echo "# $(grep -c 'a patch waits for' "$T/err.log") patches waited for renders"
 	check "a patch waited for a render in progress" yes \
 		"$([ "$(grep -c 'a patch waits for' "$T/err.log")" -ge 1 ] && echo yes)"
