@@ -30,7 +30,8 @@
 #include <fibril/async.h>
 #include <fibril/lookup.h>
 
-/* Names noted at most before a patch: past it, a scan costs less. */
+/* Events noted at most before a patch (a file written is two, the
+ * directory's and its own): past it, a scan costs less. */
 #define LCP_PEND_MAX 1024u
 
 static size_t name_hash(const char *k)
