@@ -20,12 +20,13 @@
  * to another inode, before the next use (lcache_patch.c); any other
  * event on the directory drops the entry, a fill hit by any event is
  * not kept, a queue overflow or a change to the mount table drops
- * everything, and events are applied before every use. Not cached: directories off the root's file system, or all of
- * them when inotify cannot see its changes (lk_fs_local), listings with a symlink whose target would
- * be shown (its target can change without any event here) or an entry
- * whose stat failed, and directories with more entries than the watch
- * budget (other directories are dropped to make room for one within
- * it).
+ * everything, and events are applied before every use. Not cached:
+ * directories off the root's file system, or all of them when inotify
+ * cannot see its changes (lk_fs_local), listings with a symlink whose
+ * target would be shown (its target can change without any event here)
+ * or an entry whose stat failed, and directories with more entries than
+ * the watch budget (other directories are dropped to make room for one
+ * within it).
  */
 
 #include "daemon/lcache.h"
@@ -89,16 +90,26 @@ static void unwatch_all(struct lc_dir *d)
 		fcw_unwatch(&e->dep);
 }
 
-static void dir_free(struct lc_dir *d)
+/* What is made from the records: rendered bodies and other orders. */
+static void derived_free(struct lc_dir *d)
 {
 	for (struct lc_body *b = d->bodies, *nx; b; b = nx) {
 		nx = b->next;
 		lcache_body_unref(b);
 	}
+	d->bodies = NULL;
+	d->nbodies = 0;
+	for (size_t i = 0; i < LC_NORDERS; i++) {
+		free(d->order[i]);
+		d->order[i] = NULL;
+	}
+}
+
+static void dir_free(struct lc_dir *d)
+{
+	derived_free(d);
 	unwatch_all(d);
 	lcp_free(d);
-	for (size_t i = 0; i < LC_NORDERS; i++)
-		free(d->order[i]);
 	free(d->ents);
 	free(d->wnames);
 	free(d->recs);
@@ -627,16 +638,7 @@ static void patch(struct lc_dir *d, int dirfd)
 		release(d);
 		return;
 	}
-	for (struct lc_body *b = d->bodies, *nx; b; b = nx) {
-		nx = b->next;
-		lcache_body_unref(b);
-	}
-	d->bodies = NULL;
-	d->nbodies = 0;
-	for (size_t i = 0; i < LC_NORDERS; i++) {
-		free(d->order[i]);
-		d->order[i] = NULL;
-	}
+	derived_free(d);
 	d->bytes = lcp_bytes(d);
 	fsd_log(LOG_DEBUG, "listing cache: %zu events applied in %d rounds", noted, round);
 	link_dir(d);
