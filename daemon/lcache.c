@@ -61,14 +61,6 @@ struct lc_state {
 static __thread struct lc_state *lc;
 static __thread struct lc_dir *fills;
 
-static size_t hash_key(const char *k)
-{
-	size_t h = 1469598103934665603ull;
-	for (; *k; k++)
-		h = (h ^ (unsigned char)*k) * 1099511628211ull;
-	return h;
-}
-
 /* The directory itself, not its path: a path that leads elsewhere
  * later (a parent renamed, a directory replaced) finds nothing. */
 static char *make_key(const struct statx *d, unsigned flags)
@@ -120,7 +112,7 @@ static void dir_free(struct lc_dir *d)
 
 static void unlink_dir(struct lc_dir *d)
 {
-	struct lc_dir **pp = &lc->bucket[hash_key(d->key) & (lc->nbuckets - 1)];
+	struct lc_dir **pp = &lc->bucket[lc_hash(d->key) & (lc->nbuckets - 1)];
 
 	for (; *pp; pp = &(*pp)->hnext)
 		if (*pp == d) {
@@ -240,7 +232,7 @@ void lcache_fini(void)
 
 static struct lc_dir *find(const char *key)
 {
-	for (struct lc_dir *d = lc->bucket[hash_key(key) & (lc->nbuckets - 1)]; d; d = d->hnext)
+	for (struct lc_dir *d = lc->bucket[lc_hash(key) & (lc->nbuckets - 1)]; d; d = d->hnext)
 		if (!strcmp(d->key, key))
 			return d;
 	return NULL;
@@ -582,7 +574,7 @@ static void fill_release(struct lc_dir *d)
 /* Into the table, the newest; room made for it. */
 static void link_dir(struct lc_dir *d)
 {
-	size_t h = hash_key(d->key) & (lc->nbuckets - 1);
+	size_t h = lc_hash(d->key) & (lc->nbuckets - 1);
 
 	d->hnext = lc->bucket[h];
 	lc->bucket[h] = d;

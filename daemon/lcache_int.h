@@ -19,6 +19,15 @@
 
 struct lc_body;
 
+/* FNV-1a of a string: the table of directories, and of names. */
+static inline size_t lc_hash(const char *k)
+{
+	size_t h = 1469598103934665603ull;
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211ull;
+	return h;
+}
+
 struct lc_rec {
 	const char *name;
 	uint32_t namelen, mode;

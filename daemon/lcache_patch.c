@@ -34,14 +34,6 @@
  * directory's and its own): past it, a scan costs less. */
 #define LCP_PEND_MAX 1024u
 
-static size_t name_hash(const char *k)
-{
-	size_t h = 1469598103934665603ull;
-	for (; *k; k++)
-		h = (h ^ (unsigned char)*k) * 1099511628211ull;
-	return h;
-}
-
 /* ---- the entries' watches by name ---- */
 
 /* A removed slot: a search goes on past it. */
@@ -51,7 +43,7 @@ static struct lc_ent **slot_of(struct lc_dir *d, const char *name)
 {
 	struct lc_ent **free_slot = NULL;
 
-	for (size_t i = name_hash(name) & (d->hcap - 1);; i = (i + 1) & (d->hcap - 1)) {
+	for (size_t i = lc_hash(name) & (d->hcap - 1);; i = (i + 1) & (d->hcap - 1)) {
 		struct lc_ent *e = d->htab[i];
 		if (!e)
 			return free_slot ? free_slot : &d->htab[i];
@@ -182,6 +174,7 @@ struct lcp_item {
 	bool watch;                 /* watched anew before the stat */
 	int wd;                     /* the watch added, or -1 */
 	int err;                    /* the stat's */
+	ptrdiff_t at;               /* its record (rec_find()), on the worker */
 	struct statx stx;
 };
 
@@ -284,7 +277,7 @@ static int apply_in_place(struct lc_dir *d, const struct lcp_item *it, size_t n)
 	size_t gone = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		ptrdiff_t at = rec_find(d, it[i].name);
+		ptrdiff_t at = it[i].at;
 		if (at < 0)
 			continue;
 		if (!it[i].err) {
@@ -312,6 +305,7 @@ static int apply_stats(struct lc_dir *d, struct lcp_item *it, size_t n)
 	size_t adds = 0, add_bytes = 0;
 
 	for (size_t i = 0; i < n; i++) {
+		it[i].at = rec_find(d, it[i].name);
 		if (it[i].err && it[i].err != -ENOENT)
 			return it[i].err;
 		if (it[i].err)
@@ -321,7 +315,7 @@ static int apply_stats(struct lc_dir *d, struct lcp_item *it, size_t n)
 			return -EMLINK;
 		if (it[i].stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)
 			return -EXDEV;
-		if (rec_find(d, it[i].name) < 0) {
+		if (it[i].at < 0) {
 			adds++;
 			add_bytes += strlen(it[i].name) + 1;
 		}
@@ -337,7 +331,7 @@ static int apply_stats(struct lc_dir *d, struct lcp_item *it, size_t n)
 	/* a merge of the records and the items, both in name order */
 	size_t k = 0, r = 0;
 	for (size_t i = 0; i < n; i++) {
-		ptrdiff_t at = rec_find(d, it[i].name);
+		ptrdiff_t at = it[i].at;
 		size_t upto = at < 0 ? (size_t)~at : (size_t)at;
 		while (r < upto)
 			v[k++] = d->recs[r++];
