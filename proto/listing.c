@@ -12,6 +12,8 @@
 #include <time.h>
 
 #define TRY(x) do { int r__ = (x); if (r__ < 0) return r__; } while (0)
+/* Copies the string literal @lit to @p and moves @p past it. */
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) += sizeof(lit) - 1)
 
 static const char repl[] = "\xEF\xBF\xBD";      /* U+FFFD */
 
@@ -48,25 +50,22 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
-int proto_json_string(struct proto_buf *b, const char *s, size_t len,
-                      bool *invalid)
+/* Writes the JSON string of s[0..len) at @p, which has room for
+ * JSON_STR_MAX(len) bytes; returns the end. Bytes that are not UTF-8
+ * become U+FFFD and set *invalid. */
+#define JSON_STR_MAX(len) (6 * (len) + 2)   /* "\u00XX" per byte at worst */
+static char *raw_json_string(char *p, const char *s, size_t len, bool *invalid)
 {
+	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
-	size_t run = 0, i = 0, save = b->len;
-	int r;
+	size_t run = 0, i = 0;
 
-	if (invalid)
-		*invalid = false;
-	/* worst case is 6 bytes per input byte; reserve the common case */
-	if ((r = proto_buf_reserve(b, len + 2)) < 0)
-		return r;
-	if ((r = proto_buf_append(b, "\"", 1)) < 0)
-		goto fail;
+	*invalid = false;
+	*p++ = '"';
 	while (i < len) {
 		unsigned char c = u[i];
-		char esc[8];
-		const char *e = NULL;
-		size_t el = 2, k;
+		const char *e;
+		size_t k;
 
 		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
 			i++;
@@ -76,9 +75,8 @@ int proto_json_string(struct proto_buf *b, const char *s, size_t len,
 			i += k;
 			continue;
 		}
-		/* flush the plain run s[run..i) */
-		if ((r = proto_buf_append(b, s + run, i - run)) < 0)
-			goto fail;
+		memcpy(p, s + run, i - run);    /* the plain run s[run..i) */
+		p += i - run;
 		switch (c) {
 		case '"': e = "\\\""; break;
 		case '\\': e = "\\\\"; break;
@@ -87,29 +85,41 @@ int proto_json_string(struct proto_buf *b, const char *s, size_t len,
 		case '\t': e = "\\t"; break;
 		case '\b': e = "\\b"; break;
 		case '\f': e = "\\f"; break;
-		default:
-			if (c < 0x20) {
-				snprintf(esc, sizeof esc, "\\u%04x", c);
-				e = esc;
-				el = 6;
-			} else {
-				e = "\\ufffd";
-				el = 6;
-				if (invalid)
-					*invalid = true;
-			}
+		default: e = NULL;
 		}
-		if ((r = proto_buf_append(b, e, el)) < 0)
-			goto fail;
+		if (e) {
+			memcpy(p, e, 2);
+			p += 2;
+		} else if (c < 0x20) {
+			memcpy(p, "\\u00", 4);
+			p[4] = hex[c >> 4];
+			p[5] = hex[c & 15];
+			p += 6;
+		} else {
+			memcpy(p, "\\ufffd", 6);
+			p += 6;
+			*invalid = true;
+		}
 		run = ++i;
 	}
-	if ((r = proto_buf_append(b, s + run, i - run)) < 0 ||
-	    (r = proto_buf_append(b, "\"", 1)) < 0)
-		goto fail;
+	memcpy(p, s + run, i - run);
+	p += i - run;
+	*p++ = '"';
+	return p;
+}
+
+int proto_json_string(struct proto_buf *b, const char *s, size_t len,
+                      bool *invalid)
+{
+	bool bad;
+
+	if (len > SIZE_MAX / 8)
+		return -EOVERFLOW;
+	TRY(proto_buf_reserve(b, JSON_STR_MAX(len)));
+	b->len = (size_t)(raw_json_string(b->data + b->len, s, len, &bad) - b->data);
+	if (invalid)
+		*invalid = bad;
 	return 0;
-fail:
-	b->len = save;
-	return r;
 }
 
 /* Writes the escape of s[0..len) at @p, which has room for
@@ -178,62 +188,80 @@ static int put_encoded(struct proto_buf *b, const char *s, size_t len,
  * them, and printf/strftime were most of the rendering time. The raw_
  * writers write at @p (room for RAW_NUM_MAX bytes) and return the end. */
 #define RAW_NUM_MAX 24
+static const char digit_pairs[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* Two digits of @v < 100 at @o. */
+static void put2(char *o, unsigned v)
+{
+	o[0] = digit_pairs[2 * v];
+	o[1] = digit_pairs[2 * v + 1];
+}
+
 static char *raw_u64(char *p, uint64_t v)
 {
-	char tmp[20];
-	size_t n = 0;
+	size_t n = 1;
 
-	do {
-		tmp[sizeof tmp - ++n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	memcpy(p, tmp + sizeof tmp - n, n);
+	for (uint64_t t = v; t >= 10; t /= 10)
+		n++;
+	char *o = p + n;
+	while (v >= 100) {
+		o -= 2;
+		put2(o, (unsigned)(v % 100));
+		v /= 100;
+	}
+	if (v >= 10)
+		put2(o - 2, (unsigned)v);
+	else
+		o[-1] = (char)('0' + v);
 	return p + n;
 }
 
 /* "YYYY-MM-DD HH:MM:SS" (UTC) of @t; civil_from_days as in httpdate.c
- * (H. Hinnant's algorithm). */
-static char *raw_datetime(char *o, int64_t t)
+ * (H. Hinnant's algorithm), once per day: the rows of a directory share
+ * few. @l keeps the last day's date. */
+static char *raw_datetime(struct proto_listing *l, char *o, int64_t t)
 {
-	int64_t days = t / 86400, secs = t % 86400, era, y;
-	unsigned doe, yoe, doy, mp, d, m;
+	int64_t days = t / 86400, secs = t % 86400;
 
 	if (secs < 0) {
 		secs += 86400;
 		days--;
 	}
-	days += 719468;
-	era = (days >= 0 ? days : days - 146096) / 146097;
-	doe = (unsigned)(days - era * 146097);
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	d = doy - (153 * mp + 2) / 5 + 1;
-	m = mp < 10 ? mp + 3 : mp - 9;
-	y = (int64_t)yoe + era * 400 + (m <= 2);
-	if (y < 0 || y > 9999) {
-		*o = '?';
-		return o + 1;
+	if (days != l->proto__day) {
+		int64_t era, y, z = days + 719468;
+		unsigned doe, yoe, doy, mp, d, m;
+
+		era = (z >= 0 ? z : z - 146096) / 146097;
+		doe = (unsigned)(z - era * 146097);
+		yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+		doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+		mp = (5 * doy + 2) / 153;
+		d = doy - (153 * mp + 2) / 5 + 1;
+		m = mp < 10 ? mp + 3 : mp - 9;
+		y = (int64_t)yoe + era * 400 + (m <= 2);
+		if (y < 0 || y > 9999) {
+			*o = '?';
+			return o + 1;
+		}
+		char *c = l->proto__date;
+		put2(c, (unsigned)(y / 100));
+		put2(c + 2, (unsigned)(y % 100));
+		c[4] = '-';
+		put2(c + 5, m);
+		c[7] = '-';
+		put2(c + 8, d);
+		l->proto__day = days;
 	}
-	o[0] = (char)('0' + y / 1000);
-	o[1] = (char)('0' + y / 100 % 10);
-	o[2] = (char)('0' + y / 10 % 10);
-	o[3] = (char)('0' + y % 10);
-	o[4] = '-';
-	o[5] = (char)('0' + m / 10);
-	o[6] = (char)('0' + m % 10);
-	o[7] = '-';
-	o[8] = (char)('0' + d / 10);
-	o[9] = (char)('0' + d % 10);
+	memcpy(o, l->proto__date, 10);
 	o[10] = ' ';
-	o[11] = (char)('0' + secs / 36000);
-	o[12] = (char)('0' + secs / 3600 % 10);
+	put2(o + 11, (unsigned)(secs / 3600));
 	o[13] = ':';
-	o[14] = (char)('0' + secs / 600 % 6);
-	o[15] = (char)('0' + secs / 60 % 10);
+	put2(o + 14, (unsigned)(secs / 60 % 60));
 	o[16] = ':';
-	o[17] = (char)('0' + secs % 60 / 10);
-	o[18] = (char)('0' + secs % 10);
+	put2(o + 17, (unsigned)(secs % 60));
 	return o + 19;
 }
 
@@ -269,27 +297,18 @@ static int put_u64(struct proto_buf *b, uint64_t v)
 	return 0;
 }
 
-static int put_i64(struct proto_buf *b, int64_t v)
-{
-	if (v < 0) {
-		TRY(proto_buf_append(b, "-", 1));
-		return put_u64(b, (uint64_t)0 - (uint64_t)v);
-	}
-	return put_u64(b, (uint64_t)v);
-}
+static const struct { const char *s; size_t len; } type_names[] = {
+#define TN(t, s) [t] = { s, sizeof(s) - 1 }
+	TN(PROTO_FT_UNKNOWN, "unknown"), TN(PROTO_FT_REG, "file"),
+	TN(PROTO_FT_DIR, "dir"), TN(PROTO_FT_LNK, "symlink"),
+	TN(PROTO_FT_CHR, "char"), TN(PROTO_FT_BLK, "block"),
+	TN(PROTO_FT_FIFO, "fifo"), TN(PROTO_FT_SOCK, "socket"),
+#undef TN
+};
 
-static const char *type_name(enum proto_ftype t)
+static unsigned type_index(enum proto_ftype t)
 {
-	switch (t) {
-	case PROTO_FT_REG: return "file";
-	case PROTO_FT_DIR: return "dir";
-	case PROTO_FT_LNK: return "symlink";
-	case PROTO_FT_CHR: return "char";
-	case PROTO_FT_BLK: return "block";
-	case PROTO_FT_FIFO: return "fifo";
-	case PROTO_FT_SOCK: return "socket";
-	default: return "unknown";
-	}
+	return (unsigned)t < sizeof type_names / sizeof type_names[0] ? (unsigned)t : 0;
 }
 
 const char *proto_listing_content_type(enum proto_list_format f)
@@ -333,6 +352,19 @@ static const char css[] =
 	"@media(prefers-color-scheme:dark){body{background:#111;color:#ddd}"
 	".c>.r:nth-child(even){background:#1a1a1a}.c>.r:hover{background:#223}"
 	"a{color:#8ab4f8}a:visited{color:#c58af9}.h{border-color:#444}}";
+
+size_t proto_listing_size_hint(const struct proto_listing *l, size_t entries,
+                               size_t name_bytes)
+{
+	/* A row's fixed text and numbers: ~130 bytes of HTML (the name
+	 * twice), ~95 of JSON; the page's head and tail a few KiB. */
+	size_t row = l->format == PROTO_FMT_JSON || l->format == PROTO_FMT_NDJSON ? 96 : 136;
+	size_t per_name = row == 96 ? 1 : 2;
+
+	if (entries > (SIZE_MAX / 2 - 8192) / row || name_bytes > (SIZE_MAX / 2) / per_name)
+		return SIZE_MAX / 2;
+	return 8192 + entries * row + name_bytes * per_name;
+}
 
 static const char *sort_word(enum proto_list_sort s)
 {
@@ -400,9 +432,6 @@ static int html_begin(struct proto_listing *l, struct proto_buf *b)
 	return 0;
 }
 
-/* Copies the string literal @lit to @p and moves @p past it. */
-#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) += sizeof(lit) - 1)
-
 /* One row, into room reserved for its longest form: a row is ~150
  * bytes, and bounds checks per field were a fifth of rendering. */
 static int html_entry(struct proto_listing *l, struct proto_buf *b,
@@ -429,12 +458,24 @@ static int html_entry(struct proto_listing *l, struct proto_buf *b,
 		PUT_LIT(p, "<div class=r><span><a href=\"");
 	else
 		PUT_LIT(p, "<div class=r><a href=\"");
-	/* ':' is encoded, so a name such as "a:b" cannot read as a scheme */
-	p += proto_url_encode(e->name, e->namelen, p, 3 * e->namelen + 1, 0);
+	/* Most names are the same encoded and escaped: copied twice. */
+	bool plain = proto_url_plain_span(e->name, e->namelen) == e->namelen;
+	if (plain) {
+		memcpy(p, e->name, e->namelen);
+		p += e->namelen;
+	} else {
+		/* ':' is encoded, so a name such as "a:b" cannot read as a scheme */
+		p += proto_url_encode(e->name, e->namelen, p, 3 * e->namelen + 1, 0);
+	}
 	if (dir)
 		*p++ = '/';
 	PUT_LIT(p, "\">");
-	p = raw_html_escape(p, e->name, e->namelen);
+	if (plain) {
+		memcpy(p, e->name, e->namelen);
+		p += e->namelen;
+	} else {
+		p = raw_html_escape(p, e->name, e->namelen);
+	}
 	if (dir)
 		*p++ = '/';
 	PUT_LIT(p, "</a>");
@@ -452,12 +493,11 @@ static int html_entry(struct proto_listing *l, struct proto_buf *b,
 		p = raw_human(p, e->size);
 	}
 	PUT_LIT(p, "</span><span>");
-	p = raw_datetime(p, e->mtime_sec);
+	p = raw_datetime(l, p, e->mtime_sec);
 	PUT_LIT(p, "</span><span>");
-	const char *tn = type_name(e->type);
-	size_t tnl = strlen(tn);
-	memcpy(p, tn, tnl);
-	p += tnl;
+	unsigned ti = type_index(e->type);
+	memcpy(p, type_names[ti].s, type_names[ti].len);
+	p += type_names[ti].len;
 	PUT_LIT(p, "</span></div>\n");
 	b->len = (size_t)(p - b->data);
 	return 0;
@@ -483,39 +523,55 @@ static int html_end(struct proto_listing *l, struct proto_buf *b,
 
 /* ---- JSON ---- */
 
+/* One object, into room reserved for its longest form, as html_entry. */
 static int json_entry(struct proto_buf *b, const struct proto_entry *e)
 {
+	size_t tl = e->target ? e->targetlen : 0;
 	bool bad_name, bad_target = false;
 
-	TRY(proto_buf_puts(b, "{\"name\":"));
-	TRY(proto_json_string(b, e->name, e->namelen, &bad_name));
-	TRY(proto_buf_puts(b, ",\"type\":\""));
-	TRY(proto_buf_puts(b, type_name(e->type)));
-	TRY(proto_buf_puts(b, "\",\"size\":"));
-	TRY(put_u64(b, e->size));
-	TRY(proto_buf_puts(b, ",\"mtime\":"));
-	TRY(put_i64(b, e->mtime_sec));
-	TRY(proto_buf_puts(b, ",\"mtime_ns\":"));
-	TRY(put_u64(b, e->mtime_nsec));
-	TRY(proto_buf_puts(b, ",\"mode\":"));
-	TRY(put_u64(b, e->mode));
+	if (e->namelen > SIZE_MAX / 32 || tl > SIZE_MAX / 32)
+		return -EOVERFLOW;
+	/* each string escaped and, if not UTF-8, percent-encoded too; the
+	 * keys and numbers ~150 bytes */
+	TRY(proto_buf_reserve(b, JSON_STR_MAX(e->namelen) + 3 * e->namelen +
+	                         JSON_STR_MAX(tl) + 3 * tl + 256));
+	char *p = b->data + b->len;
+	PUT_LIT(p, "{\"name\":");
+	p = raw_json_string(p, e->name, e->namelen, &bad_name);
+	PUT_LIT(p, ",\"type\":\"");
+	unsigned ti = type_index(e->type);
+	memcpy(p, type_names[ti].s, type_names[ti].len);
+	p += type_names[ti].len;
+	PUT_LIT(p, "\",\"size\":");
+	p = raw_u64(p, e->size);
+	PUT_LIT(p, ",\"mtime\":");
+	if (e->mtime_sec < 0)
+		*p++ = '-';
+	p = raw_u64(p, e->mtime_sec < 0 ? (uint64_t)0 - (uint64_t)e->mtime_sec
+	                                : (uint64_t)e->mtime_sec);
+	PUT_LIT(p, ",\"mtime_ns\":");
+	p = raw_u64(p, e->mtime_nsec);
+	PUT_LIT(p, ",\"mode\":");
+	p = raw_u64(p, e->mode);
 	if (e->target) {
-		TRY(proto_buf_puts(b, ",\"target\":"));
-		TRY(proto_json_string(b, e->target, e->targetlen, &bad_target));
+		PUT_LIT(p, ",\"target\":");
+		p = raw_json_string(p, e->target, tl, &bad_target);
 	}
 	/* the exact bytes of what was not valid UTF-8 (the encoding uses
 	 * only ASCII, so it needs no JSON escaping) */
 	if (bad_name) {
-		TRY(proto_buf_puts(b, ",\"name_pct\":\""));
-		TRY(put_encoded(b, e->name, e->namelen, 0));
-		TRY(proto_buf_puts(b, "\""));
+		PUT_LIT(p, ",\"name_pct\":\"");
+		p += proto_url_encode(e->name, e->namelen, p, 3 * e->namelen + 1, 0);
+		*p++ = '"';
 	}
 	if (bad_target) {
-		TRY(proto_buf_puts(b, ",\"target_pct\":\""));
-		TRY(put_encoded(b, e->target, e->targetlen, 0));
-		TRY(proto_buf_puts(b, "\""));
+		PUT_LIT(p, ",\"target_pct\":\"");
+		p += proto_url_encode(e->target, tl, p, 3 * tl + 1, 0);
+		*p++ = '"';
 	}
-	return proto_buf_puts(b, "}");
+	*p++ = '}';
+	b->len = (size_t)(p - b->data);
+	return 0;
 }
 
 int proto_listing_next_url(const struct proto_listing *l, struct proto_buf *b,
@@ -549,6 +605,7 @@ int proto_listing_begin(struct proto_listing *l, struct proto_buf *b)
 	int r = 0;
 
 	l->proto__count = 0;
+	l->proto__day = INT64_MIN;
 	switch (l->format) {
 	case PROTO_FMT_JSON: {
 		bool bad = false;

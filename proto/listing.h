@@ -102,6 +102,8 @@ struct proto_listing {
 	unsigned long long limit;
 	/* private */
 	unsigned long long proto__count;
+	int64_t proto__day;      /* of proto__date, the last row's date */
+	char proto__date[10];
 };
 
 /** Starts the document (HTML head, header row, parent link unless
@@ -135,6 +137,13 @@ int proto_listing_next_url(const struct proto_listing *l, struct proto_buf *b,
 /** The Content-Type for a format ("text/html; charset=utf-8",
  *  "application/json", "application/x-ndjson"). */
 const char *proto_listing_content_type(enum proto_list_format f);
+
+/** What a whole listing of @entries rows, whose names total
+ *  @name_bytes, takes in @l's format in the common case (names that
+ *  need no escape, sizes below a gigabyte): a size to reserve at once,
+ *  not a bound. */
+size_t proto_listing_size_hint(const struct proto_listing *l, size_t entries,
+                               size_t name_bytes);
 
 /**
  * Chooses a format from an Accept header value (NULL: absent) when the

@@ -330,6 +330,16 @@ static bool keep(unsigned char c)
 	return keep_tab[c];
 }
 
+size_t proto_url_plain_span(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < len && keep(u[i]))
+		i++;
+	return i;
+}
+
 size_t proto_url_encode(const char *s, size_t len, char *out, size_t outsz,
                         unsigned flags)
 {

@@ -117,4 +117,8 @@ int proto_listq_parse(const char *query, size_t qlen, char *buf, size_t bufsz,
 size_t proto_url_encode(const char *s, size_t len, char *out, size_t outsz,
                         unsigned flags);
 
+/** The length of the longest prefix of @s (@len bytes) that
+ *  proto_url_encode() leaves as is without flags. */
+size_t proto_url_plain_span(const char *s, size_t len);
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "t/tmain.h"
 
@@ -596,6 +597,98 @@ START_TEST(html_100k_rows)
 }
 END_TEST
 
+/* Numbers and dates by hand, checked against printf and gmtime_r: digit
+ * counts at every power of ten, times on either side of the epoch and
+ * of a day's end, and a row's date kept from the row before only while
+ * the day is the same. */
+START_TEST(numbers_and_dates)
+{
+	static const uint64_t sizes[] = { 0, 1, 9, 10, 99, 100, 101, 999, 1000, 1023,
+		1024, 9999999, 10000000, 123456789012ull, 999999999999999999ull,
+		10000000000000000000ull, UINT64_MAX };
+	static const int64_t times[] = { 0, 1, 86399, 86400, 86401, 1700000000,
+		1700000001, 1700006399, 1700006400, 1700000000, -1, -86400, -86401,
+		951782400, 951868799, 253402300799, 1700000000 };
+	struct proto_buf b = { 0 }, j = { 0 };
+	struct proto_listing l = { .format = PROTO_FMT_HTML, .path = "/", .pathlen = 1 };
+	struct proto_listing lj = { .format = PROTO_FMT_NDJSON, .path = "/", .pathlen = 1 };
+	char want[128], date[32];
+
+	ck_assert_int_eq(proto_listing_begin(&l, &b), 0);
+	ck_assert_int_eq(proto_listing_begin(&lj, &j), 0);
+	for (size_t i = 0; i < sizeof times / sizeof *times; i++) {
+		struct proto_entry e = E("n", PROTO_FT_REG);
+		struct tm tm;
+		time_t t = (time_t)times[i];
+
+		e.size = sizes[i % (sizeof sizes / sizeof *sizes)];
+		e.mtime_sec = times[i];
+		e.mtime_nsec = (uint32_t)(i * 111111111u % 1000000000u);
+		ck_assert_ptr_nonnull(gmtime_r(&t, &tm));
+		strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S", &tm);
+		b.len = 0;
+		ck_assert_int_eq(proto_listing_entry(&l, &b, &e), 0);
+		snprintf(want, sizeof want, "<span title=\"%llu bytes\">",
+		         (unsigned long long)e.size);
+		ck_assert_msg(has(&b, want), "%s in %.*s", want, (int)b.len, b.data);
+		snprintf(want, sizeof want, "</span><span>%s</span>", date);
+		ck_assert_msg(has(&b, want), "%s in %.*s", want, (int)b.len, b.data);
+		j.len = 0;
+		ck_assert_int_eq(proto_listing_entry(&lj, &j, &e), 0);
+		snprintf(want, sizeof want,
+		         "{\"name\":\"n\",\"type\":\"file\",\"size\":%llu,\"mtime\":%lld,"
+		         "\"mtime_ns\":%u,\"mode\":33188}\n", (unsigned long long)e.size,
+		         (long long)e.mtime_sec, e.mtime_nsec);
+		ck_assert_uint_eq(j.len, strlen(want));
+		ck_assert_int_eq(memcmp(j.data, want, j.len), 0);
+	}
+	/* past year 9999, after a day that was kept */
+	struct proto_entry e = E("n", PROTO_FT_REG);
+	e.mtime_sec = 253402300800;
+	b.len = 0;
+	ck_assert_int_eq(proto_listing_entry(&l, &b, &e), 0);
+	ck_assert(has(&b, "</span><span>?</span>"));
+	e.mtime_sec = 253402300799;
+	b.len = 0;
+	ck_assert_int_eq(proto_listing_entry(&l, &b, &e), 0);
+	ck_assert(has(&b, "</span><span>9999-12-31 23:59:59</span>"));
+	proto_buf_free(&b);
+	proto_buf_free(&j);
+}
+END_TEST
+
+/* A page of plain names fits the size it hints, in either format. */
+START_TEST(size_hint)
+{
+	static const enum proto_list_format fmts[] = { PROTO_FMT_HTML, PROTO_FMT_JSON,
+		PROTO_FMT_NDJSON };
+
+	for (size_t f = 0; f < 3; f++) {
+		struct proto_buf b = { 0 };
+		struct proto_listing l = { .format = fmts[f], .path = "/d/", .pathlen = 3 };
+		size_t names = 0;
+		char name[64];
+
+		ck_assert_int_eq(proto_listing_begin(&l, &b), 0);
+		for (int i = 0; i < 5000; i++) {
+			snprintf(name, sizeof name, "%.*s-%d.dat", i % 40,
+			         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN", i);
+			struct proto_entry e = E(name, i % 7 ? PROTO_FT_REG : PROTO_FT_DIR);
+			e.size = 999999999u - (uint64_t)i;
+			e.mtime_sec = 1700000000 + i * 7919;
+			e.mtime_nsec = 999999999;
+			names += e.namelen + 1;
+			ck_assert_int_eq(proto_listing_entry(&l, &b, &e), 0);
+		}
+		ck_assert_int_eq(proto_listing_end(&l, &b, NULL, 0), 0);
+		size_t hint = proto_listing_size_hint(&l, 5000, names);
+		ck_assert_msg(hint >= b.len && hint < b.len + b.len / 4, "format %d: hint %zu for %zu",
+		              (int)fmts[f], hint, b.len);
+		proto_buf_free(&b);
+	}
+}
+END_TEST
+
 static size_t count(const struct proto_buf *b, const char *needle)
 {
 	size_t n = 0, k = strlen(needle);
@@ -701,5 +794,5 @@ END_TEST
 
 TMAIN_TESTS("listing", json_string_exact, json_exact_document, json_hostile_roundtrip,
             ndjson_lines, html_escaping, html_sort_links, html_100k_rows,
-            html_divs_balance, negotiate,
+            html_divs_balance, numbers_and_dates, size_hint, negotiate,
             buf_ops, path_hidden);
