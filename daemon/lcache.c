@@ -396,6 +396,11 @@ size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max)
 	return n;
 }
 
+size_t lcache_name_bytes(const struct lc_iter *it)
+{
+	return it->d->names_len - it->d->names_dead;
+}
+
 /* ---- rendered bodies ---- */
 
 /* Variants kept per directory (formats x codings, mostly). */

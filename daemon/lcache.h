@@ -45,6 +45,8 @@ int lcache_open(struct lc_iter *it, const struct statx *dir, const struct lk_sca
  * before the first call: only the fields the cache keeps are written
  * (name, type and mode, size, mtime). */
 size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max);
+/* The bytes of the names a whole walk of @it yields (with their NULs). */
+size_t lcache_name_bytes(const struct lc_iter *it);
 /* Ends a walk lcache_open() began (no-op after one). */
 void lcache_close(struct lc_iter *it);
 

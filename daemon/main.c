@@ -7,6 +7,7 @@
 #include "daemon/priv.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
@@ -475,8 +476,16 @@ int main(int argc, char **argv)
 	struct fsd_args a = { 0 };
 	int st = parse_args(argc, argv, &a);
 
-	if (st < 0)
+	/* A whole listing (megabytes) grows in one buffer, then is sent or
+	 * kept, and freed. Above a fixed threshold it has a mapping of its
+	 * own: it grows by mremap instead of by copying, its huge pages
+	 * (listing.c) stay its own, and it goes back to the kernel when
+	 * freed, where glibc's moving threshold would serve it from the
+	 * heaps after the first one. */
+	if (st < 0) {
+		mallopt(M_MMAP_THRESHOLD, 1 << 20);
 		st = serve(&a);
+	}
 	free(a.listen);
 	return st;
 }
