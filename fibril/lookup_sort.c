@@ -56,45 +56,67 @@ static int ord_cmp_r(const void *a, const void *b, void *f)
 	return ord_cmp(f, a, b);
 }
 
-/* Name sorts: the bytes after the prefix all names of order[lo..hi)
- * share. */
-static size_t common_prefix(const struct lk__flight *f, size_t lo, size_t hi)
+/* Names of order[lo..hi) the prefix is taken from, spread over it. */
+#define PREFIX_SAMPLES 32
+
+/* Name sorts: the prefix most names of order[lo..hi) share, that of up
+ * to PREFIX_SAMPLES of them spread over it (all of them in a short
+ * segment); 0 for other sorts. A few names without it ("README" among
+ * "IMG_0001.jpg"...) then leave it as long as it is for the rest. */
+static size_t sample_prefix(const struct lk__flight *f, size_t lo, size_t hi,
+			    const char **pfx)
 {
+	*pfx = "";
 	if (f->sort != LK_SORT_NAME || lo >= hi)
 		return 0;
+	size_t n = hi - lo, step = n > PREFIX_SAMPLES ? n / PREFIX_SAMPLES : 1;
 	const struct lk__rec *r0 = &f->recs[f->order[lo].idx];
 	size_t lcp = r0->namelen;
-	for (size_t i = lo + 1; i < hi && lcp; i++) {
-		const char *n = f->recs[f->order[i].idx].name;
+	for (size_t i = lo + step; i < hi && lcp; i += step) {
+		const char *nm = f->recs[f->order[i].idx].name;
 		size_t k = 0;
-		while (k < lcp && n[k] == r0->name[k])
+		while (k < lcp && nm[k] == r0->name[k])
 			k++;
 		lcp = k;
 	}
+	*pfx = r0->name;
 	return lcp;
 }
 
 /*
  * Each position's key: a 64-bit number whose order is the scan's order
  * wherever two keys differ, so that equal keys alone need rec_cmp.
- * Names: the 8 bytes after the common prefix, big-endian (integer order
- * is byte order) and zero-padded (the NUL sorts first, as in strcmp).
- * Sizes and times: largest/newest first. LK_SCAN_DESC flips the key;
+ * Names: in the top two bits, where the name stands against the
+ * sampled prefix (before every name that has it, among them, after
+ * them); below, 62 bits of the 8 bytes after that prefix (of the name's
+ * first 8 bytes when it lacks it), big-endian (integer order is byte
+ * order) and zero-padded (the NUL sorts first, as in strcmp). Sizes and
+ * times: largest/newest first. LK_SCAN_DESC flips the key;
  * LK_SCAN_DIRS_FIRST puts the group in the top bit and keeps the key's
  * upper 63 bits. Sorting a 100,000-name directory through an index
  * array and a comparison function takes a fifth of the worker's CPU in
  * a warm listing over HTTP; with keys most comparisons are one integer
  * compare.
  */
-static uint64_t key_of(const struct lk__flight *f, const struct lk__rec *r, size_t lcp)
+static uint64_t key_of(const struct lk__flight *f, const struct lk__rec *r,
+		       const char *pfx, size_t lcp)
 {
 	uint64_t k = 0;
 	if (f->sort == LK_SORT_NAME) {
+		size_t from = lcp;
+		uint64_t region = 1;
+		if (lcp && (r->namelen < lcp || memcmp(r->name, pfx, lcp))) {
+			/* outside the prefix's names: all before or all after */
+			size_t m = r->namelen < lcp ? r->namelen : lcp;
+			region = memcmp(r->name, pfx, m) > 0 ? 2 : 0;
+			from = 0;
+		}
 		for (size_t j = 0; j < 8; j++) {
-			size_t at = lcp + j;
+			size_t at = from + j;
 			unsigned char ch = at < r->namelen ? (unsigned char)r->name[at] : 0;
 			k = k << 8 | ch;
 		}
+		k = region << 62 | k >> 2;
 	} else if (f->sort == LK_SORT_SIZE) {
 		k = UINT64_MAX - r->size;
 	} else if (f->sort == LK_SORT_MTIME) {
@@ -109,19 +131,18 @@ static uint64_t key_of(const struct lk__flight *f, const struct lk__rec *r, size
 
 static void make_keys(struct lk__flight *f, size_t lo, size_t hi)
 {
-	size_t lcp = common_prefix(f, lo, hi);
+	const char *pfx;
+	size_t lcp = sample_prefix(f, lo, hi, &pfx);
 	for (size_t i = lo; i < hi; i++)
-		f->order[i].key = key_of(f, &f->recs[f->order[i].idx], lcp);
+		f->order[i].key = key_of(f, &f->recs[f->order[i].idx], pfx, lcp);
 }
 
 /* When every key of order[lo..hi) is the same and the order is by
- * name, its names share more than the directory's common prefix (one
- * odd name, "README" among "IMG_0001.jpg"..., leaves that prefix
- * empty): keys from the bytes after the segment's own prefix tell them
- * apart again. The segment lies between two pivots, so its order does
- * not depend on keys outside it. Without this, a 100,000-name
- * directory with one such name sorted by strcmp: the listing took a
- * fifth longer. */
+ * name, its names share more than the prefix their keys were cut after
+ * (names that differ only far into them, "trip-day-one-0001.jpg" and
+ * "trip-day-one-0002.jpg"): keys from the bytes after the segment's
+ * own prefix tell them apart again. The segment lies between two
+ * pivots, so its order does not depend on keys outside it. */
 static void rekey(struct lk__flight *f, size_t lo, size_t hi)
 {
 	const struct lk__ord *o = f->order;

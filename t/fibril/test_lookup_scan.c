@@ -250,11 +250,10 @@ START_TEST(sort_shared_prefix)
 }
 END_TEST
 
-/* Names whose first bytes after the directory's common prefix are
- * all the same, because one odd name leaves that prefix empty: the
- * sort keys segments again on their own prefixes (lookup_sort.c
- * rekey), at several depths here, in both orders and with directories
- * first. */
+/* Names that share a long prefix among a few that do not: the sort's
+ * keys start after the prefix most names share, and segments get keys
+ * of their own prefixes again (lookup_sort.c sample_prefix, rekey), at
+ * several depths here, in both orders and with directories first. */
 START_TEST(sort_odd_name)
 {
 	char rel[128];
@@ -269,6 +268,21 @@ START_TEST(sort_odd_name)
 			tl_mkfile(rel, NULL);
 	}
 	tl_mkfile("o/README", NULL);
+	/* names without the prefix most share, before and after them, and
+	 * prefixes of that prefix */
+	static const char *const odd[] = { "zz-notes", "photo", "photo-from-the-trip",
+		"photo-from-the-trip-", "photo-from-the-trip-day-", "photo-from-the-trip-day-o",
+		"photo-from-the-trip-dax", "photo-from-the-trip-daz", "photo-from-the-tripe",
+		"photo-from-the-trip-day-zzz", "photo-from-the-trip-day-one-",
+		"\xff\xfe", "photo-from-the-trip-\xc3\xa9" };
+	for (size_t i = 0; i < sizeof(odd) / sizeof(*odd); i++) {
+		snprintf(rel, sizeof(rel), "o/%s", odd[i]);
+		tl_mkfile(rel, NULL);
+	}
+	for (unsigned i = 0; i < 20; i++) {
+		snprintf(rel, sizeof(rel), "o/new-%u", i);
+		tl_mkfile(rel, NULL);
+	}
 	struct lk_scan_opts o = { .sort = LK_SORT_NAME };
 	expect_like_ls("o", &o, "", false);
 	o.flags = LK_SCAN_DESC;
