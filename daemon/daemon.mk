@@ -48,14 +48,17 @@ TESTS += $(DAEMON_IT)
 dist_check_SCRIPTS += $(DAEMON_IT)
 EXTRA_DIST += t/daemon/lib.sh
 EXTRA_DIST += t/daemon/reload_lib.sh
-# The root helper, linked in alone.
-DAEMON_UNIT = t/daemon/test_priv
+# The root helper, linked in alone; the listing cache's orders, alone.
+DAEMON_UNIT = t/daemon/test_priv t/daemon/test_lcache_order
 check_PROGRAMS += $(DAEMON_UNIT)
 TESTS += $(DAEMON_UNIT)
 UNIT_TESTS += $(DAEMON_UNIT)
 t_daemon_test_priv_SOURCES = t/daemon/test_priv.c daemon/priv.c daemon/log_open.c
 t_daemon_test_priv_CFLAGS = $(UNIT_CFLAGS) $(INIH_CFLAGS)
 t_daemon_test_priv_LDADD = conf/libconf.la $(INIH_LIBS) $(UNIT_LDADD)
+t_daemon_test_lcache_order_SOURCES = t/daemon/test_lcache_order.c daemon/lcache_order.c
+t_daemon_test_lcache_order_CFLAGS = $(UNIT_CFLAGS)
+t_daemon_test_lcache_order_LDADD = $(UNIT_LDADD)
 
 # --- listing (LISTING) ---
 fileserverd_SOURCES += \
@@ -66,6 +69,7 @@ fileserverd_SOURCES += \
 	daemon/lcache.c \
 	daemon/lcache_watch.c \
 	daemon/lcache_patch.c \
+	daemon/lcache_order.c \
 	daemon/lcache_int.h \
 	daemon/lcache.h \
 	daemon/listing_stream.c \

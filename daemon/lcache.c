@@ -240,38 +240,10 @@ static struct lc_dir *find(const char *key)
 
 /* ---- the orders ---- */
 
-static __thread unsigned cmp_flags, cmp_sort;
-
-static int rec_cmp(const struct lc_rec *a, const struct lc_rec *b)
-{
-	/* lookup_sort.c's order: the grouping outside the reversal. */
-	if (cmp_flags & LK_SCAN_DIRS_FIRST) {
-		bool da = S_ISDIR(a->mode), db = S_ISDIR(b->mode);
-		if (da != db)
-			return da ? -1 : 1;
-	}
-	int c = 0;
-	if (cmp_sort == LK_SORT_SIZE)
-		c = a->size < b->size ? 1 : a->size > b->size ? -1 : 0;
-	else if (cmp_sort == LK_SORT_MTIME)
-		c = a->mtime < b->mtime ? 1 : a->mtime > b->mtime ? -1
-			: a->mtime_nsec < b->mtime_nsec ? 1
-			: a->mtime_nsec > b->mtime_nsec ? -1 : 0;
-	if (!c)
-		c = strcmp(a->name, b->name);
-	return (cmp_flags & LK_SCAN_DESC) ? -c : c;
-}
-
-static __thread const struct lc_rec *cmp_recs;
-
-static int idx_cmp(const void *a, const void *b)
-{
-	return rec_cmp(&cmp_recs[*(const uint32_t *)a], &cmp_recs[*(const uint32_t *)b]);
-}
-
+/* Name order, the records' own. */
 static int rec_qcmp(const void *a, const void *b)
 {
-	return rec_cmp(a, b);
+	return strcmp(((const struct lc_rec *)a)->name, ((const struct lc_rec *)b)->name);
 }
 
 /* The positions of @d's records in the order of @so; NULL for name
@@ -286,17 +258,11 @@ static const uint32_t *order_of(struct lc_dir *d, const struct lk_scan_opts *so,
 	if (sort == LK_SORT_NAME && !fl)
 		return NULL;
 	if (!d->order[i]) {
-		uint32_t *o = malloc(d->nrec * sizeof *o + 1);
+		uint32_t *o = lco_order(d->recs, d->nrec, sort, fl);
 		if (!o) {
 			*fail = true;
 			return NULL;
 		}
-		for (size_t k = 0; k < d->nrec; k++)
-			o[k] = (uint32_t)k;
-		cmp_flags = fl;
-		cmp_sort = sort;
-		cmp_recs = d->recs;
-		qsort(o, d->nrec, sizeof *o, idx_cmp);
 		d->order[i] = o;
 		d->bytes += d->nrec * sizeof *o;
 		lc->bytes += d->nrec * sizeof *o;
@@ -384,6 +350,12 @@ size_t lcache_next(struct lc_iter *it, struct lk_entry *b, size_t max)
 
 	for (; n < max && it->i < it->end; n++, it->i++) {
 		const struct lc_rec *c = &it->d->recs[it->o ? it->o[it->i] : it->i];
+		/* An order other than the records' own reads them at random:
+		 * ask for the ones a few steps on, then their names. */
+		if (it->o && it->i + 16 < it->end) {
+			__builtin_prefetch(&it->d->recs[it->o[it->i + 16]]);
+			__builtin_prefetch(it->d->recs[it->o[it->i + 8]].name);
+		}
 		b[n].name = c->name;
 		b[n].namelen = c->namelen;
 		b[n].stx.stx_mode = (uint16_t)c->mode;
@@ -781,8 +753,6 @@ void lcache_fill_end(struct lc_dir *d, bool complete)
 	for (size_t i = 0; i < d->nrec; i++)
 		d->recs[i].name = d->names + (uintptr_t)d->recs[i].name;
 	/* Records in name order, whatever order the scan had. */
-	cmp_flags = 0;
-	cmp_sort = LK_SORT_NAME;
 	qsort(d->recs, d->nrec, sizeof *d->recs, rec_qcmp);
 	d->filling = false;
 	d->bytes = lcp_bytes(d);

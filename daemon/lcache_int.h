@@ -3,7 +3,8 @@
  * the fill off the worker (lcache_watch.c), a directory's names read on
  * a pool thread and each watched before the scan stats it, and the
  * directories found too large to watch; and the changes an entry's
- * events name, applied to its records (lcache_patch.c).
+ * events name, applied to its records (lcache_patch.c); its orders
+ * other than by name (lcache_order.c).
  */
 #ifndef FSD_LCACHE_INT_H
 #define FSD_LCACHE_INT_H
@@ -86,6 +87,14 @@ struct lc_dir {
 	bool orphan;                /* dropped while pinned: freed at the last */
 	struct fibril_waitq pinq;   /* a patch waiting for the walks to end */
 };
+
+/* ---- lcache_order.c ---- */
+
+/* The positions of @n records in name order (@recs) in the order of
+ * @sort (LK_SORT_NAME, _SIZE, _MTIME) and @flags (LK_SCAN_DESC,
+ * LK_SCAN_DIRS_FIRST), the order lookup_sort.c gives a scan; malloc'ed,
+ * NULL when out of memory. */
+uint32_t *lco_order(const struct lc_rec *recs, size_t n, unsigned sort, unsigned flags);
 
 /* ---- lcache_patch.c, on the worker ---- */
 
