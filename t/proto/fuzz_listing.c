@@ -1,7 +1,8 @@
 /* libFuzzer harness: the escaping of names in listings. Whatever the
  * bytes, the JSON string is valid JSON (valid UTF-8, no raw control
  * bytes), the HTML text has no markup characters, and the
- * percent-encoding uses only safe ASCII. */
+ * percent-encoding uses only safe ASCII; an HTML row writes the name
+ * as those two functions do. */
 #include "first.h"
 
 #include <stdint.h>
@@ -91,6 +92,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (strchr("?#&+:/\"'<> \\", enc[i]) || (unsigned char)enc[i] < 0x21 ||
 		    (unsigned char)enc[i] > 0x7e)
 			abort();
+
+	/* An HTML row writes the name as the two above do, whichever way it
+	 * takes (a plain name is copied as it is). */
+	struct proto_listing l = { .format = PROTO_FMT_HTML, .path = "/", .pathlen = 1 };
+	struct proto_entry e = { .name = (const char *)data, .namelen = size,
+	                         .type = PROTO_FT_REG };
+	struct proto_buf row = { 0 }, want = { 0 };
+	if (proto_listing_begin(&l, &row))
+		abort();
+	row.len = 0;
+	if (proto_listing_entry(&l, &row, &e) ||
+	    proto_buf_puts(&want, "<div class=r><a href=\"") ||
+	    proto_buf_append(&want, enc, n) || proto_buf_puts(&want, "\">") ||
+	    proto_buf_append(&want, b.data, b.len) || proto_buf_puts(&want, "</a>"))
+		abort();
+	if (!memmem(row.data, row.len, want.data, want.len))
+		abort();
+	proto_buf_free(&row);
+	proto_buf_free(&want);
 	free(enc);
 	proto_buf_free(&b);
 	return 0;
