@@ -230,7 +230,7 @@ static char *raw_datetime(struct proto_listing *l, char *o, int64_t t)
 		secs += 86400;
 		days--;
 	}
-	if (days != l->proto__day) {
+	if (!l->proto__dated || days != l->proto__day) {
 		int64_t era, y, z = days + 719468;
 		unsigned doe, yoe, doy, mp, d, m;
 
@@ -254,6 +254,7 @@ static char *raw_datetime(struct proto_listing *l, char *o, int64_t t)
 		c[7] = '-';
 		put2(c + 8, d);
 		l->proto__day = days;
+		l->proto__dated = true;
 	}
 	memcpy(o, l->proto__date, 10);
 	o[10] = ' ';
@@ -605,7 +606,7 @@ int proto_listing_begin(struct proto_listing *l, struct proto_buf *b)
 	int r = 0;
 
 	l->proto__count = 0;
-	l->proto__day = INT64_MIN;
+	l->proto__dated = false;
 	switch (l->format) {
 	case PROTO_FMT_JSON: {
 		bool bad = false;

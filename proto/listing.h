@@ -102,7 +102,8 @@ struct proto_listing {
 	unsigned long long limit;
 	/* private */
 	unsigned long long proto__count;
-	int64_t proto__day;      /* of proto__date, the last row's date */
+	bool proto__dated;       /* proto__date holds the date of proto__day */
+	int64_t proto__day;
 	char proto__date[10];
 };
 

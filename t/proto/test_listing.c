@@ -652,6 +652,12 @@ START_TEST(numbers_and_dates)
 	b.len = 0;
 	ck_assert_int_eq(proto_listing_entry(&l, &b, &e), 0);
 	ck_assert(has(&b, "</span><span>9999-12-31 23:59:59</span>"));
+	/* a row of a listing zeroed and not begun is dated all the same */
+	struct proto_listing z = { .format = PROTO_FMT_HTML };
+	e.mtime_sec = 0;
+	b.len = 0;
+	ck_assert_int_eq(proto_listing_entry(&z, &b, &e), 0);
+	ck_assert(has(&b, "</span><span>1970-01-01 00:00:00</span>"));
 	proto_buf_free(&b);
 	proto_buf_free(&j);
 }
