@@ -220,8 +220,8 @@ static char *raw_u64(char *p, uint64_t v)
 }
 
 /* "YYYY-MM-DD HH:MM:SS" (UTC) of @t; civil_from_days as in httpdate.c
- * (H. Hinnant's algorithm), once per day: the rows of a directory share
- * few. @l keeps the last day's date. */
+ * (H. Hinnant's algorithm) once per day, since a directory's rows
+ * fall on few days: @l keeps the last day's date. */
 static char *raw_datetime(struct proto_listing *l, char *o, int64_t t)
 {
 	int64_t days = t / 86400, secs = t % 86400;
