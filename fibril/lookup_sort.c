@@ -93,10 +93,10 @@ static size_t sample_prefix(const struct lk__flight *f, size_t lo, size_t hi,
  * order) and zero-padded (the NUL sorts first, as in strcmp). Sizes
  * and times (with their nanoseconds): largest/newest first.
  * LK_SCAN_DESC flips the key; LK_SCAN_DIRS_FIRST puts the group in the
- * top bit and keeps the key's upper 63 bits. Sorting a 100,000-name directory through an index
- * array and a comparison function takes a fifth of the worker's CPU in
- * a warm listing over HTTP; with keys most comparisons are one integer
- * compare.
+ * top bit and keeps the key's upper 63 bits. Sorting a 100,000-name
+ * directory through an index array and a comparison function takes a
+ * fifth of the worker's CPU in a warm listing over HTTP; with keys most
+ * comparisons are one integer compare.
  */
 static uint64_t key_of(const struct lk__flight *f, const struct lk__rec *r,
 		       const char *pfx, size_t lcp)
