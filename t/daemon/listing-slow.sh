@@ -25,9 +25,10 @@ umount_slow() {
 	[ -n "$MNT" ] && slowfs_umount "$MNT" "$SLOWFS_PID"
 	MNT=
 }
-mount_slow() { # delay-ms [backing dir]
+mount_slow() { # delay-ms [backing dir [readdir delay-ms]]
 	umount_slow
-	slowfs_mount --delay-ms "$1" -o max_threads=64 "${2:-$T/back}" "$D/slow"
+	slowfs_mount --delay-ms "$1" --readdir-delay-ms "${3:-$1}" -o max_threads=64 \
+		"${2:-$T/back}" "$D/slow"
 	local rc=$?
 	[ $rc = 77 ] && { echo "SKIP: cannot mount slowfs"; exit 77; }
 	[ $rc = 0 ] || { echo "slowfs_mount failed"; exit 99; }
@@ -59,20 +60,20 @@ checks() {
 	check_match "slow listing names every entry" "^ok 2000" "$(cat "$T/list.out")"
 
 	# 2. Single flight: three identical listings that come while the
-	# first still reads names (50 ms a readdir) read the directory once
-	# (slowfs counts readdir calls); one that came after its first stat
-	# would run a scan of its own.
-	mount_slow 50
+	# first still reads names read the directory once (slowfs counts
+	# readdir calls); one that came after its first stat would run a
+	# scan of its own. The others' own lookups of the directory take
+	# 50 ms each, so the names take longer (500 ms a readdir), and the
+	# three leave from one curl at once: three curls started in turn on
+	# a loaded machine (make check -j2) came too late once.
+	mount_slow 50 "$T/back" 500
 	before=$(slowfs_stats "$MNT" readdir)
 	curl -s -o /dev/null "$URL/slow/?format=json"
 	r1=$(( $(slowfs_stats "$MNT" readdir) - before ))
 	before=$(slowfs_stats "$MNT" readdir)
-	local pids=
-	for i in 1 2 3; do
-		curl -s -o "$T/sf$i" "$URL/slow/?format=json" &
-		pids="$pids $!"
-	done
-	wait $pids     # not a bare wait: slowfs is our child too
+	curl -s -Z --parallel-immediate --parallel-max 3 \
+		-o "$T/sf1" "$URL/slow/?format=json" -o "$T/sf2" "$URL/slow/?format=json" \
+		-o "$T/sf3" "$URL/slow/?format=json"
 	r3=$(( $(slowfs_stats "$MNT" readdir) - before ))
 	check "3 concurrent listings: readdir calls of one" "$r1" "$r3"
 	check "and all three identical" yes \

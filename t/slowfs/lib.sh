@@ -61,7 +61,7 @@ slowfs_mount() {
 	# into a string for eval, since POSIX sh has no arrays.
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--delay-ms|--delay-us|--eio|--eio-suffix)
+		--delay-ms|--delay-us|--readdir-delay-ms|--eio|--eio-suffix)
 			[ $# -ge 2 ] || { echo "slowfs_mount: $1 needs a value" >&2; return 1; }
 			_sfs_args="$_sfs_args $(_sfs_quote "$1=$2")"; shift 2; continue ;;
 		-o)

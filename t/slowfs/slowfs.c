@@ -20,6 +20,9 @@
  *
  * Usage: slowfs [options] BACKING MOUNTPOINT
  *   --delay-us=N | --delay-ms=N | -o delay_us=N | -o delay_ms=N
+ *   --readdir-delay-ms=N | -o readdir_delay_ms=N
+ *                       readdir's own delay (default: the same), so
+ *                       that reading names can outlast a lookup
  *   --eio=NAME          fail lookups of this file name (repeatable)
  *   --eio-suffix=SUF    fail lookups of names ending in SUF (default
  *                       ".eio"; empty disables)
@@ -87,13 +90,15 @@ static struct {
 	char *backing;
 	unsigned delay_us;
 	unsigned delay_ms;
+	unsigned readdir_delay_us;
+	unsigned readdir_delay_ms;
 	char **eio;             /* exact names */
 	size_t neio;
 	char *eio_suffix;
 	int show_help;
 	int threads_given;      /* -o max_threads=N on the command line */
 	int slow_close;
-} opt = { .eio_suffix = NULL, .delay_ms = UINT_MAX };
+} opt = { .eio_suffix = NULL, .delay_ms = UINT_MAX, .readdir_delay_ms = UINT_MAX };
 
 static struct node root_node = { .fd = -1, .nlookup = 2 };
 static struct node stats_node = { .fd = -1 };
@@ -117,7 +122,7 @@ static fuse_ino_t id_of(struct node *n)
 static struct sfs_answer *delayed(fuse_req_t req, int op)
 {
 	atomic_fetch_add_explicit(&op_count[op], 1, memory_order_relaxed);
-	return sfs_answer_new(req, opt.delay_us);
+	return sfs_answer_new(req, op == OP_READDIR ? opt.readdir_delay_us : opt.delay_us);
 }
 
 static void node_forget(struct node *n, uint64_t count);
@@ -268,8 +273,9 @@ static int stats_text(char *buf, size_t size)
 		len += (size_t)r;
 	}
 	if (len < size) {
-		int r = snprintf(buf + len, size - len, "inflight_max %lu\ndelay_us %u\n",
-				 sfs_delay_max_queued(), opt.delay_us);
+		int r = snprintf(buf + len, size - len,
+				 "inflight_max %lu\ndelay_us %u\nreaddir_delay_us %u\n",
+				 sfs_delay_max_queued(), opt.delay_us, opt.readdir_delay_us);
 		if (r < 0)
 			return -EIO;
 		len += (size_t)r;
@@ -624,6 +630,8 @@ static const struct fuse_opt sfs_opts[] = {
 	SFS_OPT("delay_us=%u", delay_us),
 	SFS_OPT("--delay-ms=%u", delay_ms),
 	SFS_OPT("delay_ms=%u", delay_ms),
+	SFS_OPT("--readdir-delay-ms=%u", readdir_delay_ms),
+	SFS_OPT("readdir_delay_ms=%u", readdir_delay_ms),
 	SFS_OPT("--eio-suffix=%s", eio_suffix),
 	SFS_OPT("--slow-close", slow_close),
 	FUSE_OPT_KEY("--eio=", KEY_EIO),
@@ -671,6 +679,8 @@ static void usage(const char *prog)
 	       "  --delay-us=N, --delay-ms=N, -o delay_us=N, -o delay_ms=N\n"
 	       "                      delay of each lookup, getattr, readlink, open,\n"
 	       "                      opendir and readdir (default 0)\n"
+	       "  --readdir-delay-ms=N, -o readdir_delay_ms=N\n"
+	       "                      readdir's own delay (default: the one above)\n"
 	       "  --eio=NAME, -o eio=NAME\n"
 	       "                      lookups of this file name fail with EIO (repeatable)\n"
 	       "  --eio-suffix=SUF    ... and of names ending in SUF (default .eio)\n"
@@ -693,6 +703,9 @@ int main(int argc, char *argv[])
 		opt.eio_suffix = strdup(".eio");
 	if (opt.delay_ms != UINT_MAX)
 		opt.delay_us = opt.delay_ms * 1000u;
+	opt.readdir_delay_us = opt.readdir_delay_ms != UINT_MAX ? opt.readdir_delay_ms * 1000u
+	                                                         : opt.delay_us;
+	bool delays = opt.delay_us || opt.readdir_delay_us;
 	if (fuse_parse_cmdline(&args, &co) != 0)
 		return 1;
 	if (opt.show_help || co.show_help) {
@@ -738,7 +751,7 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "slowfs: cannot ask for parallel dirops; lookups of new names run one at a time\n");
 	fuse_daemonize(co.foreground);
 	bool one_thread = co.singlethread || !opt.threads_given;
-	if (opt.delay_us && !one_thread && sfs_delay_start() < 0) {
+	if (delays && !one_thread && sfs_delay_start() < 0) {
 		fprintf(stderr, "slowfs: cannot start the delay thread\n");
 		goto out_unmount;
 	}
@@ -750,7 +763,7 @@ int main(int argc, char *argv[])
 	 * many listings per second. This CPU is the test tool's (a real
 	 * remote fs spends none waiting), taken from the server under test
 	 * on a small machine. */
-	if (one_thread && opt.delay_us) {
+	if (one_thread && delays) {
 		ret = sfs_delay_loop(se);
 	} else if (one_thread) {
 		ret = fuse_session_loop(se);

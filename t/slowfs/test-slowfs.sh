@@ -55,6 +55,7 @@ M=$T/mnt
 
 check "mounted as fuse.slowfs" "fuse.slowfs" "$(awk -v m="$M" '$2 == m { print $3 }' /proc/self/mounts)"
 check "delay set" 5000 "$(slowfs_stats "$M" delay_us)"
+check "readdir's delay the same unless set" 5000 "$(slowfs_stats "$M" readdir_delay_us)"
 check "names match ls -1a" "$(cd "$B" && ls -1a)" "$(cd "$M" && ls -1a)"
 check "sub names match" "$(cd "$B/sub" && ls -1a)" "$(cd "$M/sub" && ls -1a)"
 check "200 names match" "$(cd "$B/many" && ls -1a)" "$(cd "$M/many" && ls -1a)"
