@@ -307,9 +307,13 @@ static const struct { const char *s; size_t len; } type_names[] = {
 #undef TN
 };
 
-static unsigned type_index(enum proto_ftype t)
+/* The name of @t ("file", "dir"...) at @p; returns the end. */
+static char *raw_type(char *p, enum proto_ftype t)
 {
-	return (unsigned)t < sizeof type_names / sizeof type_names[0] ? (unsigned)t : 0;
+	unsigned i = (unsigned)t < sizeof type_names / sizeof type_names[0] ? (unsigned)t : 0;
+
+	memcpy(p, type_names[i].s, type_names[i].len);
+	return p + type_names[i].len;
 }
 
 const char *proto_listing_content_type(enum proto_list_format f)
@@ -459,7 +463,8 @@ static int html_entry(struct proto_listing *l, struct proto_buf *b,
 		PUT_LIT(p, "<div class=r><span><a href=\"");
 	else
 		PUT_LIT(p, "<div class=r><a href=\"");
-	/* Most names are the same encoded and escaped: copied twice. */
+	/* Most names are the same encoded and escaped (what encoding
+	 * leaves as it is holds no HTML markup): copied twice. */
 	bool plain = proto_url_plain_span(e->name, e->namelen) == e->namelen;
 	if (plain) {
 		memcpy(p, e->name, e->namelen);
@@ -496,9 +501,7 @@ static int html_entry(struct proto_listing *l, struct proto_buf *b,
 	PUT_LIT(p, "</span><span>");
 	p = raw_datetime(l, p, e->mtime_sec);
 	PUT_LIT(p, "</span><span>");
-	unsigned ti = type_index(e->type);
-	memcpy(p, type_names[ti].s, type_names[ti].len);
-	p += type_names[ti].len;
+	p = raw_type(p, e->type);
 	PUT_LIT(p, "</span></div>\n");
 	b->len = (size_t)(p - b->data);
 	return 0;
@@ -540,9 +543,7 @@ static int json_entry(struct proto_buf *b, const struct proto_entry *e)
 	PUT_LIT(p, "{\"name\":");
 	p = raw_json_string(p, e->name, e->namelen, &bad_name);
 	PUT_LIT(p, ",\"type\":\"");
-	unsigned ti = type_index(e->type);
-	memcpy(p, type_names[ti].s, type_names[ti].len);
-	p += type_names[ti].len;
+	p = raw_type(p, e->type);
 	PUT_LIT(p, "\",\"size\":");
 	p = raw_u64(p, e->size);
 	PUT_LIT(p, ",\"mtime\":");
