@@ -79,7 +79,7 @@ LISTING_IT = t/daemon/listing.sh t/daemon/listing-slow.sh t/daemon/listing-names
 	t/browser/listing-browser.sh t/daemon/listing-queue.sh t/daemon/lcache.sh t/daemon/lcache-big.sh \
 	t/daemon/lcache-large.sh t/daemon/lcache-nounshare.sh t/daemon/lcache-mount.sh \
 	t/daemon/listing-fill.sh t/daemon/lcache-bodies.sh t/daemon/listing-first-byte.sh \
-	t/daemon/lcache-patch.sh
+	t/daemon/lcache-patch.sh t/daemon/lcache-gone.sh
 TESTS += $(LISTING_IT)
 dist_check_SCRIPTS += $(LISTING_IT)
 EXTRA_DIST += t/daemon/listing_check.py t/daemon/lcache_check.py

@@ -353,12 +353,15 @@ int fcw_watch(int fd, bool dir, struct fcw_dep *d)
 	return watch_path(path, dir ? DIR_MASK : FILE_MASK, dir ? fd : -1, d);
 }
 
-int fcw_watch_listing(int fd, struct fcw_dep *d)
+int fcw_add_listing_watch(int ifd, int dirfd)
 {
 	char path[40];
 
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	return watch_path(path, LDIR_MASK, -1, d);
+	snprintf(path, sizeof path, "/proc/self/fd/%d", dirfd);
+	int wd = inotify_add_watch(ifd, path, LDIR_MASK | IN_MASK_ADD);
+	if (wd < 0)
+		return errno == ENOSPC || errno == ENOMEM ? -ENOSPC : -errno;
+	return wd;
 }
 
 int fcw_ifd(void)

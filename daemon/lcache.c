@@ -285,7 +285,7 @@ int lcache_open(struct lc_iter *it, const struct statx *dir, const struct lk_sca
 	char *key = make_key(dir, so->flags);
 	struct lc_dir *d = key ? find(key) : NULL;
 	free(key);
-	/* (changed: patched by lcache_fill_start() first) */
+	/* (changed: patched by lcache_fill_begin() first) */
 	if (!d || d->npend)
 		return 0;
 	bool fail;
@@ -469,7 +469,8 @@ static size_t fill_max(void)
 static int watch_names(struct lc_dir *d, int fd, size_t *names)
 {
 	size_t budget = fcw_budget();
-	struct lcw_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .read = true };
+	struct lcw_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .read = true,
+	                     .dwd = -1 };
 
 	/* The names first: a directory that cannot have its watches then
 	 * costs a read of up to the budget's worth of names, not a watch
@@ -482,7 +483,11 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 	 * other clients (a small file's p99 3.9 ms during fills, 11 with
 	 * it). */
 	fcw_foreign_begin();
+	unsigned long ev0 = fcw_foreign_events();
 	int rc = (int)fibril_call(lcw_job_run, &j);
+	/* (linked even when the fill fails, like the names' below) */
+	if (j.dwd >= 0 && fcw_link(j.dwd, &d->ddep) < 0 && rc == 0)
+		rc = -ENOMEM;
 	*names = j.names;
 	if (rc == 0 && j.names > j.max)
 		rc = -ENOSPC;
@@ -496,7 +501,6 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 		return rc;
 	}
 	j.read = false;
-	unsigned long ev0 = fcw_foreign_events();
 	rc = (int)fibril_call(lcw_job_run, &j);
 	d->ents = calloc(j.n ? j.n : 1, sizeof *d->ents);
 	for (size_t i = 0; i < j.n; i++) {
@@ -613,8 +617,8 @@ static void patch(struct lc_dir *d, int dirfd)
 	link_dir(d);
 }
 
-int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
-                      const char *what, struct lc_dir **out)
+int lcache_fill_begin(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
+                      struct lc_dir **out)
 {
 	*out = NULL;
 	if (!enabled())
@@ -654,23 +658,24 @@ int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_o
 	d->epoch = fcw_epoch();
 	d->fnext = fills;
 	fills = d;
-	/* The directory first: a name created while the others are watched
-	 * is an event on it. */
 	d->ddep = (struct fcw_dep){ .owner = d, .fire = fire };
-	int rc = fcw_watch_listing(dirfd, &d->ddep);
+	*out = d;
+	return LC_FILL;
+}
+
+int lcache_fill_watch(struct lc_dir *d, int dirfd, const struct statx *dir, const char *what)
+{
 	size_t names = 0;
-	if (rc == 0)
-		rc = watch_names(d, dirfd, &names);
+	int rc = watch_names(d, dirfd, &names);
+
 	if (rc == -ENOSPC && names > fill_max())
 		lcw_note_big(dir, names, fill_max(), what);
 	if (rc < 0) {
 		fsd_log(LOG_DEBUG, "listing cache: no fill (%s)", strerror(-rc));
 		fill_release(d);
 		dir_free(d);
-		return LC_NONE;
 	}
-	*out = d;
-	return LC_FILL;
+	return rc;
 }
 
 void lcache_wait(const struct statx *dir, const struct lk_scan_opts *so, uint64_t deadline_ns)

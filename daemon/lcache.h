@@ -76,17 +76,22 @@ void lcache_body_unref(void *b);
 
 enum { LC_NONE = 0, LC_FILL = 1, LC_BUSY = 2 };
 /* On the request fibril, before the scan of the directory open as
- * @dirfd (@dir its statx) with @so opens. LC_FILL: the directory and its names are
- * watched, *out is the fill, and the scan must be the listing's own
+ * @dirfd (@dir its statx) with @so opens. LC_FILL: the directory is
+ * watched and *out is the fill, whose names lcache_fill_watch() must
+ * watch before the scan opens; the scan must be the listing's own
  * (LK_SCAN_NO_SHARE: a running scan may have stat'ed before the
  * watches). LC_BUSY: another listing is filling it and nothing changed
  * since: lcache_wait(), then look in the cache again. LC_NONE: not to
- * be cached (a page, cache off, out of watches...; @what, the path, is
- * logged once for a directory with more entries than a fill may watch,
- * which is then not tried again while it is unchanged). May yield. */
-int lcache_fill_start(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
-                      const char *what, struct lc_dir **out);
-/* Parks until the fill lcache_fill_start() reported ends (or
+ * be cached (a page, cache off, out of watches...). May yield. */
+int lcache_fill_begin(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
+                      struct lc_dir **out);
+/* Watches each name of the fill @d (begun on @dirfd), parking the
+ * fibril. 0, or -errno: the fill is then given up and @d freed; @what,
+ * the path, is logged once for a directory with more entries than a
+ * fill may watch, which is then not tried again while it is
+ * unchanged. */
+int lcache_fill_watch(struct lc_dir *d, int dirfd, const struct statx *dir, const char *what);
+/* Parks until the fill lcache_fill_begin() reported ends (or
  * @deadline_ns, CLOCK_MONOTONIC). */
 void lcache_wait(const struct statx *dir, const struct lk_scan_opts *so, uint64_t deadline_ns);
 /* The entries the scan delivered, in any order. */

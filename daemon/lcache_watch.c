@@ -25,10 +25,15 @@
 
 /* ---- on a pool thread ---- */
 
-/* The names of the directory, up to max + 1, by a descriptor of its
- * own. */
+/* The directory's watch, then its names, up to max + 1, by a
+ * descriptor of its own: a name created while they are read and
+ * watched is an event on the directory. */
 static long read_names(struct lcw_job *j)
 {
+	j->dwd = fcw_add_listing_watch(j->ifd, j->dirfd);
+	if (j->dwd < 0)
+		return j->dwd;
+
 	int dfd = openat(j->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;

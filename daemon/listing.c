@@ -361,6 +361,37 @@ static int respond_stream(struct fsd_req *rq, struct lst_run *r)
 	return 0;
 }
 
+/* Answers from the listing cache (true), or begins the fill of @dir
+ * when it may be kept: its names are watched now, or by the stream
+ * when @early (after the prologue, 0.1-0.2 s for 100,000 names). */
+static bool cached_or_fill(struct fsd_req *rq, struct lst_run *r, struct lk_file *dir,
+                           const struct lk_scan_opts *so, bool early)
+{
+	for (int tries = 0;; tries++) {
+		/* An unchanged directory listed lately: no scan, no place. */
+		if (from_cache(rq, r, &dir->stx, so, rq->h.if_none_match))
+			return true;
+		/* Watches set before the scan: a whole listing may be kept. */
+		int f = lcache_fill_begin(dir->fd, &dir->stx, so, &r->fill);
+		if (f == LC_NONE)
+			break;
+		/* A filling listing stats after its watches; joining another
+		 * scan could bring stats older than a change already made. */
+		r->no_share = true;
+		if (f == LC_FILL || tries == 2)
+			break;
+		lcache_wait(&dir->stx, so, fibril_now_ns() +
+		            (uint64_t)fsd->conf.listing_queue_timeout * 1000000000ull);
+	}
+	if (r->fill && early) {
+		r->fill_unwatched = true;
+	} else if (r->fill && lcache_fill_watch(r->fill, dir->fd, &dir->stx, r->urlpath) < 0) {
+		r->fill = NULL;
+		r->no_share = false;
+	}
+	return false;
+}
+
 int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
                        const char *urlpath, const char *relpath,
                        lk_root_t *root, const char *scanpath,
@@ -380,25 +411,14 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		return 0;
 	struct lk_scan_opts so;
 	struct lst_key key;
+	/* A large directory lists far more than LST_FIRST_BYTES: its status,
+	 * headers and prologue leave before its names are read. */
+	bool early = !inm && !r.p.q.limit && dir->stx.stx_size >= LCACHE_LARGE_DIR_BYTES;
 	lst_run_scan_opts(&r, cfg, NULL, &so);
-	for (int tries = 0;; tries++) {
-		/* An unchanged directory listed lately: no scan, no place. */
-		if (from_cache(rq, &r, &dir->stx, &so, inm)) {
-			close(dir->fd);
-			lst_run_free(&r);
-			return 0;
-		}
-		/* Watches set before the scan: a whole listing may be kept. */
-		int f = lcache_fill_start(dir->fd, &dir->stx, &so, urlpath, &r.fill);
-		if (f == LC_NONE)
-			break;
-		/* A filling listing stats after its watches; joining another
-		 * scan could bring stats older than a change already made. */
-		r.no_share = true;
-		if (f == LC_FILL || tries == 2)
-			break;
-		lcache_wait(&dir->stx, &so, fibril_now_ns() +
-		            (uint64_t)fsd->conf.listing_queue_timeout * 1000000000ull);
+	if (cached_or_fill(rq, &r, dir, &so, early)) {
+		close(dir->fd);
+		lst_run_free(&r);
+		return 0;
 	}
 	lst_run_scan_opts(&r, cfg, NULL, &so);
 	lst_key_make(&key, dir, &so);
@@ -413,13 +433,13 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		lst_run_free(&r);
 		return 0;
 	}
-	if (!inm && !r.p.q.limit && dir->stx.stx_size >= LCACHE_LARGE_DIR_BYTES) {
-		/* A large directory lists far more than LST_FIRST_BYTES: the
-		 * status, headers and prologue leave now (100,000 entries: the
-		 * first byte after the open, not after ~20 ms of getdents and
-		 * sorting); its names are read and sorted by the stream. The scan
-		 * then runs without the request's group: the stream cancels
-		 * it itself (timeout, stop, client gone). */
+	if (early) {
+		/* The status, headers and prologue leave now (100,000
+		 * entries: the first byte after the open, not after ~20 ms of
+		 * getdents and sorting, nor a fill's watches); its names are
+		 * read and sorted by the stream. The scan then runs without
+		 * the request's group: the stream cancels it itself (timeout,
+		 * stop, client gone). */
 		r.deferred = true;
 		r.dir = *dir;
 		lst_run_scan_opts(&r, cfg, NULL, &r.so);

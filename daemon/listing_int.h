@@ -132,6 +132,7 @@ struct lst_run {
 	char *cursor;             /* name of the page's last entry (limit reached) */
 	struct lst_slot *slot;    /* its place in max_listings, until the scan ends */
 	struct lc_dir *fill;      /* the listing cache's entry being filled (lcache.h) */
+	bool fill_unwatched;      /* ... its names not yet watched (the stream does it) */
 	bool no_share;            /* a scan of its own (LK_SCAN_NO_SHARE) */
 	bool finished;            /* lst_run_finish() done */
 };

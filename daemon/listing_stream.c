@@ -24,6 +24,7 @@
  * error (the client sees a truncated chunked body, never a wrong one).
  */
 
+#include "daemon/lcache.h"
 #include "daemon/listing_int.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -39,6 +40,8 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+
+#include <fibril/fibril.h>
 
 /* Rendered output kept in memory ahead of the client. */
 #define LST_AHEAD_BYTES (256u * 1024)
@@ -67,7 +70,19 @@ struct lst_stream {
 	uint64_t spill_len, spill_off;
 	int sock;           /* a plain connection's socket, else -1 */
 	bool corked;
+	struct lst_fill_watch *fw;  /* the fill's names being watched */
 	struct lst_stream *prev, *next;
+};
+
+/* The names of a fill begun for a stream's directory, watched by a
+ * fibril of their own once the prologue is on its way; the stream's
+ * scan opens when they are all in place. */
+struct lst_fill_watch {
+	struct lst_stream *s;       /* NULL once the stream is gone */
+	struct lc_dir *d;
+	int fd;
+	struct statx stx;
+	char *what;
 };
 
 /* This thread's streams (a worker thread owns its streams). */
@@ -99,6 +114,52 @@ static void ready(void *arg)
 	s->waiting = false;
 	advance(s);
 	wake(s);
+}
+
+static void fill_watch(void *arg)
+{
+	struct lst_fill_watch *fw = arg;
+	int rc = lcache_fill_watch(fw->d, fw->fd, &fw->stx, fw->what);
+	struct lst_stream *s = fw->s;
+
+	close(fw->fd);
+	free(fw->what);
+	if (s) {
+		s->fw = NULL;
+		if (rc == 0)
+			s->r.fill = fw->d;
+	} else if (rc == 0) {
+		lcache_fill_end(fw->d, false);
+	}
+	free(fw);
+	if (s)
+		ready(s);
+}
+
+/* Hands the fill's names to fill_watch(); without it, the listing goes
+ * on uncached. */
+static void fill_watch_start(struct lst_stream *s)
+{
+	struct lst_fill_watch *fw = malloc(sizeof *fw);
+	struct lc_dir *d = s->r.fill;
+
+	s->r.fill = NULL;
+	s->r.fill_unwatched = false;
+	if (fw) {
+		*fw = (struct lst_fill_watch){ .s = s, .d = d, .stx = s->r.dir.stx,
+		                               .fd = fcntl(s->r.dir.fd, F_DUPFD_CLOEXEC, 0),
+		                               .what = strdup(s->r.urlpath) };
+		if (fw->fd >= 0 && fw->what &&
+		    fibril_create(NULL, fill_watch, fw, "listing fill") == 0) {
+			s->fw = fw;
+			return;
+		}
+		if (fw->fd >= 0)
+			close(fw->fd);
+		free(fw->what);
+		free(fw);
+	}
+	lcache_fill_end(d, false);
 }
 
 static void timed_out(evutil_socket_t fd, short what, void *arg)
@@ -241,6 +302,10 @@ static void advance(struct lst_stream *s)
 			if (!s->asked || s->r.out.len > s->r.out_off)
 				return;
 			cork(s, false);
+			if (s->fw) {
+				s->waiting = true;      /* until fill_watch() */
+				return;
+			}
 			rc = lst_run_open(&s->r);
 			if (rc < 0) {
 				fsd_log_fs(LOG_ERR, "listing", s->r.relpath, rc);
@@ -368,6 +433,8 @@ static void stream_free(void *cls)
 
 	if (s->rq)
 		s->rq->stream = NULL;
+	if (s->fw)
+		s->fw->s = NULL;
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -431,6 +498,8 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	 * here. Recipients may ignore trailers (browsers do); a client that
 	 * keeps it and sends it back in If-None-Match gets 304. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_TRAILER, MHD_HTTP_HEADER_ETAG);
+	if (s->r.fill_unwatched)
+		fill_watch_start(s);
 	/* The scan runs from now on (a deferred one once its header and
 	 * prologue are handed over), whatever pace the client reads at. */
 	advance(s);
