@@ -5,8 +5,8 @@
  * memory, with only the names changed since then stat'ed again. Kept correct by inotify (lcache.c says
  * how) and bounded by listing_cache_bytes per worker (least recently
  * used directories go first). Thread-local: everything runs on the
- * worker's thread but the watches of a fill's names, added on a pool
- * thread (lcache.c).
+ * worker's thread but a fill's watches on its directory and names,
+ * added on a pool thread (lcache.c).
  */
 #ifndef FSD_LCACHE_H
 #define FSD_LCACHE_H
@@ -76,17 +76,18 @@ void lcache_body_unref(void *b);
 
 enum { LC_NONE = 0, LC_FILL = 1, LC_BUSY = 2 };
 /* On the request fibril, before the scan of the directory open as
- * @dirfd (@dir its statx) with @so opens. LC_FILL: the directory is
- * watched and *out is the fill, whose names lcache_fill_watch() must
- * watch before the scan opens; the scan must be the listing's own
+ * @dirfd (@dir its statx) with @so opens. LC_FILL: *out is the fill,
+ * whose directory and names lcache_fill_watch() must watch before the
+ * scan opens (or lcache_fill_end() gives it up); the scan must be the
+ * listing's own
  * (LK_SCAN_NO_SHARE: a running scan may have stat'ed before the
  * watches). LC_BUSY: another listing is filling it and nothing changed
  * since: lcache_wait(), then look in the cache again. LC_NONE: not to
  * be cached (a page, cache off, out of watches...). May yield. */
 int lcache_fill_begin(int dirfd, const struct statx *dir, const struct lk_scan_opts *so,
                       struct lc_dir **out);
-/* Watches each name of the fill @d (begun on @dirfd), parking the
- * fibril. 0, or -errno: the fill is then given up and @d freed; @what,
+/* Watches the directory of the fill @d (open as @dirfd) and each of
+ * its names, parking the fibril. 0, or -errno: the fill is then given up and @d freed; @what,
  * the path, is logged once for a directory with more entries than a
  * fill may watch, which is then not tried again while it is
  * unchanged. */

@@ -2,8 +2,9 @@
 
 /*
  * The listing cache's fill off the worker (lcache_int.h): a
- * directory's names read by a pool thread, then a watch on each from
- * threads whose working directory is the directory; and, on the worker,
+ * directory's watch added and its names read by a pool thread, then a
+ * watch on each name from threads whose working directory is the
+ * directory; and, on the worker,
  * the directories whose names were more than a fill may watch, so that
  * they are not read again while unchanged.
  */
