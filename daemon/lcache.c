@@ -469,8 +469,7 @@ static size_t fill_max(void)
 static int watch_names(struct lc_dir *d, int fd, size_t *names)
 {
 	size_t budget = fcw_budget();
-	struct lcw_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .read = true,
-	                     .dwd = -1 };
+	struct lcw_job j = { .ifd = fcw_ifd(), .dirfd = fd, .max = fill_max(), .step = LCW_DIR };
 
 	/* The names first: a directory that cannot have its watches then
 	 * costs a read of up to the budget's worth of names, not a watch
@@ -484,10 +483,17 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 	 * it). */
 	fcw_foreign_begin();
 	unsigned long ev0 = fcw_foreign_events();
+	/* The directory's watch is linked before its names are read: a
+	 * name created from then on is an event on it. (Adding it walks
+	 * the directory's cached entries, 9 ms for 100,000: off the worker,
+	 * like the rest.) */
 	int rc = (int)fibril_call(lcw_job_run, &j);
-	/* (linked even when the fill fails, like the names' below) */
-	if (j.dwd >= 0 && fcw_link(j.dwd, &d->ddep) < 0 && rc == 0)
+	if (rc == 0 && fcw_link(j.dwd, &d->ddep) < 0)
 		rc = -ENOMEM;
+	if (rc == 0) {
+		j.step = LCW_READ;
+		rc = (int)fibril_call(lcw_job_run, &j);
+	}
 	*names = j.names;
 	if (rc == 0 && j.names > j.max)
 		rc = -ENOSPC;
@@ -500,7 +506,7 @@ static int watch_names(struct lc_dir *d, int fd, size_t *names)
 		free(j.arena);
 		return rc;
 	}
-	j.read = false;
+	j.step = LCW_NAMES;
 	rc = (int)fibril_call(lcw_job_run, &j);
 	d->ents = calloc(j.n ? j.n : 1, sizeof *d->ents);
 	for (size_t i = 0; i < j.n; i++) {

@@ -121,9 +121,8 @@ void lcp_free(struct lc_dir *d);
 struct lcw_job {
 	int ifd, dirfd;             /* fcw_ifd(); the directory */
 	size_t max;                 /* more names than this: none watched */
-	bool read;                  /* watch the directory and read its names,
-	                             * else watch them */
-	int dwd;                    /* the directory's watch, or -1 */
+	enum { LCW_DIR, LCW_READ, LCW_NAMES } step;
+	int dwd;                    /* LCW_DIR: the directory's watch */
 	size_t names;               /* read */
 	char *arena;                /* ... one after another, with their NULs */
 	size_t alen, acap;
@@ -132,10 +131,11 @@ struct lcw_job {
 	size_t *woff;               /* ... the names they were added by */
 	long rc;
 };
-/* For fibril_call(): watches @arg's directory (fcw_add_listing_watch(),
- * dwd) and reads its names (up to max + 1), or watches each name read
- * (fcw_add_entry_watch()). 0 or -errno; the caller links dwd and frees
- * arena, wds and woff. */
+/* For fibril_call(), one step: watches @arg's directory
+ * (fcw_add_listing_watch(), into dwd, for the caller to link), reads its
+ * names (up to max + 1), or watches each name read
+ * (fcw_add_entry_watch()). 0 or -errno; the caller frees arena, wds and
+ * woff. */
 long lcw_job_run(void *arg);
 
 /* True when a fill of @dir would find more than @max names, as the

@@ -2,8 +2,8 @@
 
 /*
  * The listing cache's fill off the worker (lcache_int.h): a
- * directory's watch added and its names read by a pool thread, then a
- * watch on each name from threads whose working directory is the
+ * directory's watch added, then its names read by a pool thread, then
+ * a watch on each name from threads whose working directory is the
  * directory; and, on the worker,
  * the directories whose names were more than a fill may watch, so that
  * they are not read again while unchanged.
@@ -26,15 +26,10 @@
 
 /* ---- on a pool thread ---- */
 
-/* The directory's watch, then its names, up to max + 1, by a
- * descriptor of its own: a name created while they are read and
- * watched is an event on the directory. */
+/* The names of the directory, up to max + 1, by a descriptor of its
+ * own. */
 static long read_names(struct lcw_job *j)
 {
-	j->dwd = fcw_add_listing_watch(j->ifd, j->dirfd);
-	if (j->dwd < 0)
-		return j->dwd;
-
 	int dfd = openat(j->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
@@ -175,7 +170,15 @@ long lcw_job_run(void *arg)
 {
 	struct lcw_job *j = arg;
 
-	return j->read ? read_names(j) : add_watches(j);
+	switch (j->step) {
+	case LCW_DIR:
+		j->dwd = fcw_add_listing_watch(j->ifd, j->dirfd);
+		return j->dwd < 0 ? j->dwd : 0;
+	case LCW_READ:
+		return read_names(j);
+	default:
+		return add_watches(j);
+	}
 }
 
 /* ---- on the worker: notes on directories ---- */
