@@ -383,9 +383,7 @@ static bool cached_or_fill(struct fsd_req *rq, struct lst_run *r, struct lk_file
 		lcache_wait(&dir->stx, so, fibril_now_ns() +
 		            (uint64_t)fsd->conf.listing_queue_timeout * 1000000000ull);
 	}
-	if (r->fill && early) {
-		r->fill_unwatched = true;
-	} else if (r->fill && lcache_fill_watch(r->fill, dir->fd, &dir->stx, r->urlpath) < 0) {
+	if (r->fill && !early && lcache_fill_watch(r->fill, dir->fd, &dir->stx, r->urlpath) < 0) {
 		r->fill = NULL;
 		r->no_share = false;
 	}

@@ -131,8 +131,9 @@ struct lst_run {
 	bool more;                /* an entry exists past p.limit */
 	char *cursor;             /* name of the page's last entry (limit reached) */
 	struct lst_slot *slot;    /* its place in max_listings, until the scan ends */
-	struct lc_dir *fill;      /* the listing cache's entry being filled (lcache.h) */
-	bool fill_unwatched;      /* ... its names not yet watched (the stream does it) */
+	/* The listing cache's entry being filled (lcache.h); a deferred
+	 * run's is not yet watched (the stream has it watched). */
+	struct lc_dir *fill;
 	bool no_share;            /* a scan of its own (LK_SCAN_NO_SHARE) */
 	bool finished;            /* lst_run_finish() done */
 };

@@ -144,7 +144,6 @@ static void fill_watch_start(struct lst_stream *s)
 	struct lc_dir *d = s->r.fill;
 
 	s->r.fill = NULL;
-	s->r.fill_unwatched = false;
 	if (fw) {
 		*fw = (struct lst_fill_watch){ .s = s, .d = d, .stx = s->r.dir.stx,
 		                               .fd = fcntl(s->r.dir.fd, F_DUPFD_CLOEXEC, 0),
@@ -498,7 +497,7 @@ struct MHD_Response *lst_stream_response(struct fsd_req *rq, struct lst_run *r)
 	 * here. Recipients may ignore trailers (browsers do); a client that
 	 * keeps it and sends it back in If-None-Match gets 304. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_TRAILER, MHD_HTTP_HEADER_ETAG);
-	if (s->r.fill_unwatched)
+	if (s->r.fill && s->r.deferred)
 		fill_watch_start(s);
 	/* The scan runs from now on (a deferred one once its header and
 	 * prologue are handed over), whatever pace the client reads at. */

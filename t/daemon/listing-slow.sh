@@ -65,7 +65,7 @@ checks() {
 	# scan of its own. The others' own lookups of the directory take
 	# 50 ms each, so the names take longer (500 ms a readdir), and the
 	# three leave from one curl at once: three curls started in turn on
-	# a loaded machine (make check -j2) came too late once.
+	# a loaded machine (make check -j2) can come too late.
 	mount_slow 50 "$T/back" 500
 	before=$(slowfs_stats "$MNT" readdir)
 	curl -s -o /dev/null "$URL/slow/?format=json"
