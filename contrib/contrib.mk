@@ -7,6 +7,13 @@
 # by plain `make` when fuse3 is found).
 dist_noinst_SCRIPTS += contrib/bench/peers.sh contrib/bench/stats.sh contrib/bench/http-bench \
 	contrib/bench/listing-bench contrib/bench/soak
+# The cross-CPU copy rate http-bench prints beside each run.
+noinst_PROGRAMS += contrib/bench/xcopy-probe
+contrib_bench_xcopy_probe_SOURCES = contrib/bench/xcopy-probe.c
+contrib_bench_xcopy_probe_LDADD = -lpthread
+BENCH_IT = t/bench/xcopy-probe.sh
+dist_check_SCRIPTS += $(BENCH_IT)
+TESTS += $(BENCH_IT)
 # HAProxy in front of several fileserverd (t/daemon/fleet.sh runs it).
 EXTRA_DIST += contrib/haproxy/haproxy.cfg docs/DEPLOYMENT.md
 
