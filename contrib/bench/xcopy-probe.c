@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ struct xc_pair {
 	unsigned char *shared, *own;
 	atomic_int turn;        /* 0: the writer's, 1: the reader's */
 	double read_s;
-	int err;
+	bool pin_failed_w, pin_failed_r;       /* each written by its thread */
 };
 
 static double xc_now(void)
@@ -60,8 +61,7 @@ static void *xc_writer(void *arg)
 {
 	struct xc_pair *p = arg;
 
-	if (xc_pin(p->cpu_w))
-		p->err = EINVAL;
+	p->pin_failed_w = xc_pin(p->cpu_w) != 0;
 	for (int i = 0; i < XC_TURNS; i++) {
 		while (atomic_load_explicit(&p->turn, memory_order_acquire) != 0)
 			;
@@ -75,8 +75,7 @@ static void *xc_reader(void *arg)
 {
 	struct xc_pair *p = arg;
 
-	if (xc_pin(p->cpu_r))
-		p->err = EINVAL;
+	p->pin_failed_r = xc_pin(p->cpu_r) != 0;
 	for (int i = 0; i < XC_TURNS; i++) {
 		while (atomic_load_explicit(&p->turn, memory_order_acquire) != 1)
 			;
@@ -88,24 +87,24 @@ static void *xc_reader(void *arg)
 	return NULL;
 }
 
-/* GB/s of @r reading what @w wrote, or a negative errno. */
+/* GB/s of @r reading what @w wrote, or -1 if either could not be
+ * pinned to its CPU. */
 static double xc_measure(int w, int r, unsigned char *shared, unsigned char *own)
 {
 	struct xc_pair p = { .cpu_w = w, .cpu_r = r, .shared = shared, .own = own };
 	pthread_t tw, tr;
 
 	atomic_init(&p.turn, 0);
-	if (pthread_create(&tw, NULL, xc_writer, &p))
-		return -EAGAIN;
-	if (pthread_create(&tr, NULL, xc_reader, &p)) {
-		/* the writer waits for a reader that never comes */
+	/* (a writer without its reader would wait for ever: no way back) */
+	if (pthread_create(&tw, NULL, xc_writer, &p) ||
+	    pthread_create(&tr, NULL, xc_reader, &p)) {
 		fprintf(stderr, "xcopy-probe: cannot start a thread\n");
 		exit(1);
 	}
 	pthread_join(tw, NULL);
 	pthread_join(tr, NULL);
-	if (p.err || p.read_s <= 0)
-		return -(double)(p.err ? p.err : EINVAL);
+	if (p.pin_failed_w || p.pin_failed_r || p.read_s <= 0)
+		return -1;
 	return (double)XC_BYTES * XC_TURNS / p.read_s / 1e9;
 }
 
