@@ -11,7 +11,10 @@ dist_noinst_SCRIPTS += contrib/bench/peers.sh contrib/bench/stats.sh contrib/ben
 noinst_PROGRAMS += contrib/bench/xcopy-probe
 contrib_bench_xcopy_probe_SOURCES = contrib/bench/xcopy-probe.c
 contrib_bench_xcopy_probe_LDADD = -lpthread
-BENCH_IT = t/bench/xcopy-probe.sh
+# Copy, MSG_ZEROCOPY and sendfile side by side (docs/BENCHMARKS.md).
+noinst_PROGRAMS += contrib/bench/send-probe
+contrib_bench_send_probe_SOURCES = contrib/bench/send-probe.c
+BENCH_IT = t/bench/xcopy-probe.sh t/bench/send-probe.sh
 dist_check_SCRIPTS += $(BENCH_IT)
 TESTS += $(BENCH_IT)
 # HAProxy in front of several fileserverd (t/daemon/fleet.sh runs it).

@@ -1,0 +1,47 @@
+#!/bin/sh
+# send-probe moves bodies three ways between two CPUs over loopback and
+# prints a rate and CPU for each, the two ratios to the copy and how
+# many zero-copy sends the kernel copied; it refuses bad arguments with
+# a message and exit 1.
+. "$top_srcdir/t/lib.sh"
+
+P=$top_builddir/contrib/bench/send-probe
+[ "$(nproc)" -ge 2 ] || { echo "SKIP: fewer than two CPUs"; exit 77; }
+
+out=$("$P" -r 2 -n 50 -s 65536)
+check "two rounds of 50 bodies: exit 0" 0 $?
+for w in copy zerocopy sendfile; do
+	check_match "$w: a rate with its range" "send_${w}_bodies_per_s: [1-9][0-9]* \([0-9]+-[0-9]+\)" "$out"
+	check_match "$w: the sender's CPU" "send_${w}_sender_us: [0-9]+\.[0-9]" "$out"
+	check_match "$w: the receiver's CPU" "send_${w}_receiver_us: [0-9]+\.[0-9]" "$out"
+done
+check_match "zerocopy against the copy" 'send_zerocopy_vs_copy: [0-9]+\.[0-9]{2} \(' "$out"
+check_match "sendfile against the copy" 'send_sendfile_vs_copy: [0-9]+\.[0-9]{2} \(' "$out"
+# Every zero-copy send is completed before its buffer is reused: one
+# send per body at least, two rounds of 50.
+done=$(echo "$out" | sed -n 's/^send_zerocopy_copied: [0-9]* of //p')
+check "every zero-copy send completed (at least 100)" yes \
+	"$( [ "${done:-0}" -ge 100 ] && echo yes || echo "no: $done")"
+
+out=$("$P" -r 1 -n 10 -s 4096 -c 1,0)
+check "CPUs named: exit 0" 0 $?
+
+out=$("$P" -r 0 2>&1)
+check "no rounds: exit 1, says why" "1 send-probe: ROUNDS must be 1 to 99: 0" "$? $out"
+out=$("$P" -s 1x 2>&1)
+check "a bad size: exit 1, says why" "1 send-probe: SIZE must be 1 to 1073741824: 1x" "$? $out"
+out=$("$P" -c 0 2>&1)
+check "one CPU named: exit 1" "1 send-probe: not two CPU numbers A,B: 0" "$? $out"
+n=$(nproc --all)
+out=$("$P" -r 1 -n 1 -c "0,$n" 2>&1)
+check "a CPU not online: exit 1, says which" "1 send-probe: cannot run on CPUs 0 and $n" "$? $out"
+# A receiver that fails before it connects ends the run, not hangs it.
+out=$("$P" -r 1 -n 1 -N /nonexistent-netns -a 127.0.0.2 2>&1)
+check "a network namespace that is not there: exit 1, says which" \
+	"1 send-probe: /nonexistent-netns: No such file or directory" "$? $out"
+out=$(taskset -c 0 "$P" 2>&1)
+check "one CPU to run on: exit 1" "1 send-probe: fewer than two CPUs to run on" "$? $out"
+out=$("$P" extra 2>&1)
+check_match "an argument too many: usage, exit 1" '^usage: send-probe ' "$out"
+
+[ "$fails" = 0 ]
