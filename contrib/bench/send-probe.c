@@ -7,8 +7,8 @@
  *
  * A sender on one CPU and a receiving process on the other (a client
  * of its own, as wrk is) move BODIES bodies of SIZE bytes over one TCP
- * connection per run; the receiver reads them into one buffer and
- * throws them away. Each round runs the three ways in turn, in the
+ * connection per run; the receiver reads them READ bytes at a time
+ * (8 KiB, as wrk does) and throws them away. Each round runs the three ways in turn, in the
  * reverse order every other round. Prints `name: value` lines:
  *   send_WAY_bodies_per_s        median of the rounds, and their range
  *   send_WAY_sender_us           the sender's CPU per body (median)
@@ -17,13 +17,15 @@
  *                                bodies per second, and their range
  *   send_zerocopy_copied         of the zero-copy sends the kernel
  *                                completed, how many it says it copied
+ *   send_zerocopy_waits          waits for completions (ENOBUFS: too
+ *                                much memory pinned, or at the end)
  * WAY is copy, zerocopy or sendfile. To a client on the same host the
  * kernel copies every zero-copy send on delivery (the pages cannot
  * stay pinned in a local receive queue), so `send_zerocopy_copied`
  * tells whether the path could have saved anything at all.
  *
- * Usage: send-probe [-r ROUNDS] [-n BODIES] [-s SIZE] [-c CPU_A,CPU_B]
- *                   [-N NETNS_PATH -a ADDR]
+ * Usage: send-probe [-r ROUNDS] [-n BODIES] [-s SIZE] [-b READ]
+ *                   [-c CPU_A,CPU_B] [-N NETNS_PATH -a ADDR]
  * Defaults: 5 rounds of 2,000 bodies of 1 MiB, the first two CPUs this
  * process may run on, 127.0.0.1. With -N the receiver joins that
  * network namespace (a path under /var/run/netns) and connects to ADDR,
@@ -68,7 +70,7 @@ static const char *const sp_names[SP_NWAYS] = { "copy", "zerocopy", "sendfile" }
 
 struct sp_opts {
 	int rounds, cpu[2];
-	long bodies, size;
+	long bodies, size, read;
 	const char *netns, *addr;
 };
 
@@ -79,7 +81,7 @@ struct sp_run {
 /* The zero-copy sends the kernel has completed, and of them the ones
  * it copied anyway. */
 struct sp_zc {
-	unsigned long done, copied;
+	unsigned long done, copied, waits;
 };
 
 static void sp_die(const char *what)
@@ -125,7 +127,7 @@ static int sp_pin(int cpu)
 /* Reads until the sender closes, then writes its CPU seconds to @out. */
 static void sp_receive(const struct sp_opts *o, const struct sockaddr_in *at, int out)
 {
-	static char buf[1 << 20];
+	char *buf = malloc((size_t)o->read);
 	double cpu;
 
 	if (sp_pin(o->cpu[1]))
@@ -137,10 +139,12 @@ static void sp_receive(const struct sp_opts *o, const struct sockaddr_in *at, in
 		close(ns);
 	}
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!buf)
+		sp_die("out of memory");
 	if (s < 0 || connect(s, (const struct sockaddr *)at, sizeof *at))
 		sp_die_errno("connecting");
 	for (;;) {
-		ssize_t r = read(s, buf, sizeof buf);
+		ssize_t r = read(s, buf, (size_t)o->read);
 		if (r == 0)
 			break;
 		if (r < 0 && errno != EINTR)
@@ -161,8 +165,12 @@ static void sp_reap(int s, bool wait, struct sp_zc *zc)
 	char control[128];
 
 	if (wait) {
+		/* POLLERR is reported whatever events asks. A short wait: a
+		 * send refused for want of option memory may find nothing
+		 * queued yet, and is simply tried again. */
 		struct pollfd p = { .fd = s };
-		poll(&p, 1, 100);    /* POLLERR is reported whatever events asks */
+		poll(&p, 1, 1);
+		zc->waits++;
 	}
 	for (;;) {
 		struct msghdr m = { .msg_control = control, .msg_controllen = sizeof control };
@@ -315,6 +323,7 @@ static void sp_report(const struct sp_opts *o, struct sp_run (*r)[SP_NWAYS], con
 		printf("send_%s_vs_copy: %.2f (%.2f-%.2f)\n", n, m, lo, hi);
 	}
 	printf("send_zerocopy_copied: %lu of %lu\n", zc->copied, zc->done);
+	printf("send_zerocopy_waits: %lu\n", zc->waits);
 }
 
 static long sp_number(const char *s, long max, const char *what)
@@ -355,22 +364,24 @@ static void sp_cpus(const char *s, int cpu[2])
 
 static void sp_usage(void)
 {
-	fprintf(stderr, "usage: send-probe [-r ROUNDS] [-n BODIES] [-s SIZE] [-c CPU_A,CPU_B] "
-	                "[-N NETNS_PATH -a ADDR]\n");
+	fprintf(stderr, "usage: send-probe [-r ROUNDS] [-n BODIES] [-s SIZE] [-b READ] "
+	                "[-c CPU_A,CPU_B] [-N NETNS_PATH -a ADDR]\n");
 	exit(1);
 }
 
 int main(int argc, char **argv)
 {
-	struct sp_opts o = { .rounds = 5, .bodies = 2000, .size = 1 << 20, .addr = "127.0.0.1" };
+	struct sp_opts o = { .rounds = 5, .bodies = 2000, .size = 1 << 20, .read = 8192,
+	                     .addr = "127.0.0.1" };
 	const char *cpus = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "r:n:s:c:N:a:")) != -1) {
+	while ((c = getopt(argc, argv, "r:n:s:b:c:N:a:")) != -1) {
 		switch (c) {
 		case 'r': o.rounds = (int)sp_number(optarg, SP_MAX_ROUNDS, "ROUNDS"); break;
 		case 'n': o.bodies = sp_number(optarg, 10000000, "BODIES"); break;
 		case 's': o.size = sp_number(optarg, 1L << 30, "SIZE"); break;
+		case 'b': o.read = sp_number(optarg, 1L << 24, "READ"); break;
 		case 'c': cpus = optarg; break;
 		case 'N': o.netns = optarg; break;
 		case 'a': o.addr = optarg; break;

@@ -23,13 +23,15 @@ done=$(echo "$out" | sed -n 's/^send_zerocopy_copied: [0-9]* of //p')
 check "every zero-copy send completed (at least 100)" yes \
 	"$( [ "${done:-0}" -ge 100 ] && echo yes || echo "no: $done")"
 
-out=$("$P" -r 1 -n 10 -s 4096 -c 1,0)
-check "CPUs named: exit 0" 0 $?
+out=$("$P" -r 1 -n 10 -s 4096 -b 1000 -c 1,0)
+check "CPUs and a read size named: exit 0" 0 $?
 
 out=$("$P" -r 0 2>&1)
 check "no rounds: exit 1, says why" "1 send-probe: ROUNDS must be 1 to 99: 0" "$? $out"
 out=$("$P" -s 1x 2>&1)
 check "a bad size: exit 1, says why" "1 send-probe: SIZE must be 1 to 1073741824: 1x" "$? $out"
+out=$("$P" -b 0 2>&1)
+check "a read size of 0: exit 1, says why" "1 send-probe: READ must be 1 to 16777216: 0" "$? $out"
 out=$("$P" -c 0 2>&1)
 check "one CPU named: exit 1" "1 send-probe: not two CPU numbers A,B: 0" "$? $out"
 n=$(nproc --all)
