@@ -6,8 +6,8 @@
  * nginx's `sendfile` hand the kernel).
  *
  * A sender on one CPU and a receiving process on the other (a client
- * of its own, as wrk is) move BODIES bodies of SIZE bytes over one TCP
- * connection per run; the receiver reads them READ bytes at a time
+ * of its own, as wrk is) move BODIES bodies of SIZE bytes over CONNS
+ * TCP connections per run; the receiver reads them READ bytes at a time
  * (8 KiB, as wrk does) and throws them away. Each round runs the three ways in turn, in the
  * reverse order every other round. Prints `name: value` lines:
  *   send_WAY_bodies_per_s        median of the rounds, and their range
@@ -24,10 +24,15 @@
  * stay pinned in a local receive queue), so `send_zerocopy_copied`
  * tells whether the path could have saved anything at all.
  *
- * Usage: send-probe [-r ROUNDS] [-n BODIES] [-s SIZE] [-b READ]
+ * Usage: send-probe [-r ROUNDS] [-n BODIES] [-s SIZE] [-b READ] [-C CONNS]
  *                   [-c CPU_A,CPU_B] [-N NETNS_PATH -a ADDR]
- * Defaults: 5 rounds of 2,000 bodies of 1 MiB, the first two CPUs this
- * process may run on, 127.0.0.1. With -N the receiver joins that
+ * Defaults: 5 rounds of 2,000 bodies of 1 MiB over 1 connection, the
+ * first two CPUs this process may run on, 127.0.0.1. With -C the
+ * bodies are shared out among CONNS connections, which the sender
+ * fills as their sockets have room and the receiver reads as they have
+ * data, as an event-driven server and wrk do: every connection's
+ * copies are its own, where every `sendfile` hands over the same
+ * pages. With -N the receiver joins that
  * network namespace (a path under /var/run/netns) and connects to ADDR,
  * where the sender listens: a client behind a veth pair.
  * Exit 0, or 1 with a message (docs/BENCHMARKS.md, "http-bench").
@@ -69,7 +74,7 @@ static const char *const sp_names[SP_NWAYS] = { "copy", "zerocopy", "sendfile" }
 #define SP_SNDBUF (1 << 20)
 
 struct sp_opts {
-	int rounds, cpu[2];
+	int rounds, conns, cpu[2];
 	long bodies, size, read;
 	const char *netns, *addr;
 };
@@ -124,12 +129,18 @@ static int sp_pin(int cpu)
 
 /* ---- the receiver: a process of its own ---- */
 
-/* Reads until the sender closes, then writes its CPU seconds to @out. */
+/* Reads every connection, READ bytes at a time and on while a read
+ * fills the buffer (as wrk does), until the sender closes them all;
+ * then writes its CPU seconds to @out. */
 static void sp_receive(const struct sp_opts *o, const struct sockaddr_in *at, int out)
 {
 	char *buf = malloc((size_t)o->read);
+	struct pollfd *p = calloc((size_t)o->conns, sizeof *p);
+	int open_ = o->conns;
 	double cpu;
 
+	if (!buf || !p)
+		sp_die("out of memory");
 	if (sp_pin(o->cpu[1]))
 		sp_die_errno("pinning the receiver");
 	if (o->netns) {
@@ -138,17 +149,33 @@ static void sp_receive(const struct sp_opts *o, const struct sockaddr_in *at, in
 			sp_die_errno(o->netns);
 		close(ns);
 	}
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (!buf)
-		sp_die("out of memory");
-	if (s < 0 || connect(s, (const struct sockaddr *)at, sizeof *at))
-		sp_die_errno("connecting");
-	for (;;) {
-		ssize_t r = read(s, buf, (size_t)o->read);
-		if (r == 0)
-			break;
-		if (r < 0 && errno != EINTR)
-			sp_die_errno("reading");
+	for (int i = 0; i < o->conns; i++) {
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s < 0 || connect(s, (const struct sockaddr *)at, sizeof *at) ||
+		    fcntl(s, F_SETFL, O_NONBLOCK))
+			sp_die_errno("connecting");
+		p[i] = (struct pollfd){ .fd = s, .events = POLLIN };
+	}
+	while (open_ > 0) {
+		if (poll(p, (nfds_t)o->conns, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			sp_die_errno("poll");
+		}
+		for (int i = 0; i < o->conns; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			ssize_t r;
+			while ((r = read(p[i].fd, buf, (size_t)o->read)) == o->read)
+				;
+			if (r == 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				open_--;
+			} else if (r < 0 && errno != EAGAIN && errno != EINTR) {
+				sp_die_errno("reading");
+			}
+		}
 	}
 	cpu = sp_cpu_s(RUSAGE_SELF);
 	if (write(out, &cpu, sizeof cpu) != sizeof cpu)
@@ -192,36 +219,126 @@ static void sp_reap(int s, bool wait, struct sp_zc *zc)
 	}
 }
 
-/* One body on @s, the way @way says; returns the send calls made. */
-static unsigned long sp_send_body(int s, enum sp_way way, const char *buf, int memfd,
-                                  long size, struct sp_zc *zc)
-{
-	unsigned long calls = 0;
-	long off = 0;
+/* A connection of the sender's: its bodies left, where it is in the
+ * current one, and its send calls. */
+struct sp_conn {
+	int fd;
+	long left, off;
+	unsigned long calls;
+};
 
-	while (off < size) {
+/* Sends on @c, the way @way says, until the socket is full or its
+ * bodies are sent; false when the kernel wants completions reaped
+ * first (ENOBUFS: too many pages pinned). */
+static bool sp_pump(struct sp_conn *c, enum sp_way way, const char *buf, int memfd, long size)
+{
+	while (c->left > 0) {
 		ssize_t w;
 		if (way == SP_SENDFILE) {
-			off_t at = off;
-			w = sendfile(s, memfd, &at, (size_t)(size - off));
+			off_t at = c->off;
+			w = sendfile(c->fd, memfd, &at, (size_t)(size - c->off));
 		} else {
-			w = send(s, buf + off, (size_t)(size - off),
+			w = send(c->fd, buf + c->off, (size_t)(size - c->off),
 			         way == SP_ZEROCOPY ? MSG_ZEROCOPY : 0);
 		}
-		if (w < 0 && errno == ENOBUFS && way == SP_ZEROCOPY) {
-			sp_reap(s, true, zc);         /* too many pages pinned */
-			continue;
-		}
+		if (w < 0 && errno == ENOBUFS && way == SP_ZEROCOPY)
+			return false;
+		if (w < 0 && errno == EAGAIN)
+			return true;
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
 			sp_die_errno("sending");
-		off += w;
-		calls++;
-		if (way == SP_ZEROCOPY)
-			sp_reap(s, false, zc);
+		c->calls++;
+		if ((c->off += w) == size) {
+			c->off = 0;
+			c->left--;
+		}
 	}
+	return true;
+}
+
+/* Sends every connection's bodies, each as its socket has room, as an
+ * event-driven server does; returns the send calls made. */
+static unsigned long sp_send_all(const struct sp_opts *o, struct sp_conn *c, enum sp_way way,
+                                 const char *buf, int memfd, struct sp_zc *zc)
+{
+	struct pollfd *p = calloc((size_t)o->conns, sizeof *p);
+	unsigned long calls = 0;
+	int busy = o->conns;
+
+	if (!p)
+		sp_die("out of memory");
+	for (int i = 0; i < o->conns; i++)
+		p[i] = (struct pollfd){ .fd = c[i].fd, .events = POLLOUT };
+	while (busy > 0) {
+		if (poll(p, (nfds_t)o->conns, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			sp_die_errno("poll");
+		}
+		for (int i = 0; i < o->conns; i++) {
+			if (way == SP_ZEROCOPY && (p[i].revents & POLLERR))
+				sp_reap(c[i].fd, false, zc);
+			if (!(p[i].revents & POLLOUT) || c[i].left == 0)
+				continue;
+			if (!sp_pump(&c[i], way, buf, memfd, o->size))
+				sp_reap(c[i].fd, true, zc);
+			if (c[i].left == 0) {
+				p[i].events = 0;        /* (its completions still come) */
+				busy--;
+			}
+		}
+	}
+	for (int i = 0; i < o->conns; i++)
+		calls += c[i].calls;
+	free(p);
 	return calls;
+}
+
+/* The receiver's connections, accepted on @l, each given its share of
+ * the bodies. A receiver that fails before it has connected them all
+ * closes its end of the pipe @report, which ends the wait (its message
+ * is on stderr). */
+static struct sp_conn *sp_accept_all(const struct sp_opts *o, int l, int report, enum sp_way way)
+{
+	struct sp_conn *c = calloc((size_t)o->conns, sizeof *c);
+	int one = 1, sndbuf = SP_SNDBUF;
+
+	if (!c)
+		sp_die("out of memory");
+	for (int i = 0; i < o->conns; i++) {
+		struct pollfd p[2] = { { .fd = l, .events = POLLIN }, { .fd = report, .events = POLLIN } };
+		while (poll(p, 2, -1) < 0)
+			if (errno != EINTR)
+				sp_die_errno("poll");
+		if (!(p[0].revents & POLLIN))
+			exit(1);
+		int s = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (s < 0)
+			sp_die_errno("accepting");
+		setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+		if (way == SP_ZEROCOPY && setsockopt(s, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one))
+			sp_die_errno("SO_ZEROCOPY");
+		/* The first connections take one body more. */
+		c[i] = (struct sp_conn){ .fd = s,
+		                         .left = o->bodies / o->conns + (i < o->bodies % o->conns) };
+	}
+	return c;
+}
+
+/* Waits a little for completions on any connection, and takes them. */
+static void sp_reap_all(const struct sp_opts *o, const struct sp_conn *c, struct sp_zc *zc)
+{
+	struct pollfd p[o->conns];
+
+	for (int i = 0; i < o->conns; i++)
+		p[i] = (struct pollfd){ .fd = c[i].fd };
+	poll(p, (nfds_t)o->conns, 1);
+	zc->waits++;
+	for (int i = 0; i < o->conns; i++)
+		if (p[i].revents & POLLERR)
+			sp_reap(c[i].fd, false, zc);
 }
 
 static struct sp_run sp_one(const struct sp_opts *o, enum sp_way way, const char *buf,
@@ -229,13 +346,13 @@ static struct sp_run sp_one(const struct sp_opts *o, enum sp_way way, const char
 {
 	struct sockaddr_in at = { .sin_family = AF_INET };
 	socklen_t len = sizeof at;
-	int one = 1, sndbuf = SP_SNDBUF, report[2];
+	int report[2];
 	double got = -1;
 
 	if (inet_pton(AF_INET, o->addr, &at.sin_addr) != 1)
 		sp_die("not an IPv4 address");
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&at, sizeof at) || listen(l, 1) ||
+	if (l < 0 || bind(l, (struct sockaddr *)&at, sizeof at) || listen(l, o->conns) ||
 	    getsockname(l, (struct sockaddr *)&at, &len) || pipe2(report, O_CLOEXEC))
 		sp_die_errno("listening");
 	pid_t pid = fork();
@@ -246,30 +363,18 @@ static struct sp_run sp_one(const struct sp_opts *o, enum sp_way way, const char
 		sp_receive(o, &at, report[1]);
 	}
 	close(report[1]);
-	/* A receiver that fails before it connects closes its end of the
-	 * pipe, which ends the wait (its message is on stderr). */
-	struct pollfd p[2] = { { .fd = l, .events = POLLIN }, { .fd = report[0], .events = POLLIN } };
-	while (poll(p, 2, -1) < 0)
-		if (errno != EINTR)
-			sp_die_errno("poll");
-	if (!(p[0].revents & POLLIN))
-		exit(1);
-	int s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-	if (s < 0)
-		sp_die_errno("accepting");
+	struct sp_conn *c = sp_accept_all(o, l, report[0], way);
 	close(l);
-	setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-	if (way == SP_ZEROCOPY && setsockopt(s, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one))
-		sp_die_errno("SO_ZEROCOPY");
 
-	unsigned long calls = 0, done0 = zc->done;
+	unsigned long done0 = zc->done;
 	double cpu0 = sp_cpu_s(RUSAGE_SELF), t0 = sp_now();
-	for (long i = 0; i < o->bodies; i++)
-		calls += sp_send_body(s, way, buf, memfd, o->size, zc);
+	unsigned long calls = sp_send_all(o, c, way, buf, memfd, zc);
 	/* The buffer may be reused only once every completion is in. */
 	while (way == SP_ZEROCOPY && zc->done - done0 < calls)
-		sp_reap(s, true, zc);
-	close(s);
+		sp_reap_all(o, c, zc);
+	for (int i = 0; i < o->conns; i++)
+		close(c[i].fd);
+	free(c);
 	int status;
 	if (read(report[0], &got, sizeof got) != sizeof got ||
 	    waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
@@ -364,24 +469,25 @@ static void sp_cpus(const char *s, int cpu[2])
 
 static void sp_usage(void)
 {
-	fprintf(stderr, "usage: send-probe [-r ROUNDS] [-n BODIES] [-s SIZE] [-b READ] "
+	fprintf(stderr, "usage: send-probe [-r ROUNDS] [-n BODIES] [-s SIZE] [-b READ] [-C CONNS] "
 	                "[-c CPU_A,CPU_B] [-N NETNS_PATH -a ADDR]\n");
 	exit(1);
 }
 
 int main(int argc, char **argv)
 {
-	struct sp_opts o = { .rounds = 5, .bodies = 2000, .size = 1 << 20, .read = 8192,
-	                     .addr = "127.0.0.1" };
+	struct sp_opts o = { .rounds = 5, .conns = 1, .bodies = 2000, .size = 1 << 20,
+	                     .read = 8192, .addr = "127.0.0.1" };
 	const char *cpus = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "r:n:s:b:c:N:a:")) != -1) {
+	while ((c = getopt(argc, argv, "r:n:s:b:C:c:N:a:")) != -1) {
 		switch (c) {
 		case 'r': o.rounds = (int)sp_number(optarg, SP_MAX_ROUNDS, "ROUNDS"); break;
 		case 'n': o.bodies = sp_number(optarg, 10000000, "BODIES"); break;
 		case 's': o.size = sp_number(optarg, 1L << 30, "SIZE"); break;
 		case 'b': o.read = sp_number(optarg, 1L << 24, "READ"); break;
+		case 'C': o.conns = (int)sp_number(optarg, 1024, "CONNS"); break;
 		case 'c': cpus = optarg; break;
 		case 'N': o.netns = optarg; break;
 		case 'a': o.addr = optarg; break;
@@ -390,6 +496,10 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc || (o.netns && !strcmp(o.addr, "127.0.0.1")))
 		sp_usage();
+	if (o.conns > o.bodies) {
+		fprintf(stderr, "send-probe: more connections than bodies\n");
+		return 1;
+	}
 	sp_cpus(cpus, o.cpu);
 	if (sp_pin(o.cpu[1]) || sp_pin(o.cpu[0])) {
 		fprintf(stderr, "send-probe: cannot run on CPUs %d and %d\n", o.cpu[0], o.cpu[1]);

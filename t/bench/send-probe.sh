@@ -1,8 +1,8 @@
 #!/bin/sh
-# send-probe moves bodies three ways between two CPUs over loopback and
-# prints a rate and CPU for each, the two ratios to the copy and how
-# many zero-copy sends the kernel copied; it refuses bad arguments with
-# a message and exit 1.
+# send-probe moves bodies three ways between two CPUs over loopback, on
+# one connection or several, and prints a rate and CPU for each, the two
+# ratios to the copy and how many zero-copy sends the kernel copied; it
+# refuses bad arguments with a message and exit 1.
 . "$top_srcdir/t/lib.sh"
 
 P=$top_builddir/contrib/bench/send-probe
@@ -25,6 +25,15 @@ check "every zero-copy send completed (at least 100)" yes \
 
 out=$("$P" -r 1 -n 10 -s 4096 -b 1000 -c 1,0)
 check "CPUs and a read size named: exit 0" 0 $?
+# Several connections: every body still arrives (the receiver reads to
+# the end of each), and every zero-copy send completes.
+out=$("$P" -r 1 -n 40 -s 65536 -C 8)
+check "8 connections: exit 0" 0 $?
+done=$(echo "$out" | sed -n 's/^send_zerocopy_copied: [0-9]* of //p')
+check "8 connections: every zero-copy send completed (at least 40)" yes \
+	"$( [ "${done:-0}" -ge 40 ] && echo yes || echo "no: $done")"
+out=$("$P" -n 4 -C 8 2>&1)
+check "more connections than bodies: exit 1" "1 send-probe: more connections than bodies" "$? $out"
 
 out=$("$P" -r 0 2>&1)
 check "no rounds: exit 1, says why" "1 send-probe: ROUNDS must be 1 to 99: 0" "$? $out"
