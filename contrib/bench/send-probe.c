@@ -7,9 +7,10 @@
  *
  * A sender on one CPU and a receiving process on the other (a client
  * of its own, as wrk is) move BODIES bodies of SIZE bytes over CONNS
- * TCP connections per run; the receiver reads them READ bytes at a time
- * (8 KiB, as wrk does) and throws them away. Each round runs the three ways in turn, in the
- * reverse order every other round. Prints `name: value` lines:
+ * TCP connections per run; the receiver reads them READ bytes at a
+ * time (8 KiB, as wrk does) and throws them away. Each round runs the
+ * three ways in turn, in the reverse order every other round. Prints
+ * `name: value` lines:
  *   send_WAY_bodies_per_s        median of the rounds, and their range
  *   send_WAY_sender_us           the sender's CPU per body (median)
  *   send_WAY_receiver_us         the receiver's CPU per body (median)
@@ -32,9 +33,9 @@
  * fills as their sockets have room and the receiver reads as they have
  * data, as an event-driven server and wrk do: every connection's
  * copies are its own, where every `sendfile` hands over the same
- * pages. With -N the receiver joins that
- * network namespace (a path under /var/run/netns) and connects to ADDR,
- * where the sender listens: a client behind a veth pair.
+ * pages. With -N the receiver joins that network namespace (a path
+ * under /var/run/netns) and connects to ADDR, where the sender
+ * listens: a client behind a veth pair.
  * Exit 0, or 1 with a message (docs/BENCHMARKS.md, "http-bench").
  */
 #define _GNU_SOURCE
