@@ -9,17 +9,24 @@
  * of its own, as wrk is) move BODIES bodies of SIZE bytes over CONNS
  * TCP connections per run; the receiver reads them READ bytes at a
  * time (8 KiB, as wrk does) and throws them away. Each round runs the
- * three ways in turn, in the reverse order every other round. Prints
+ * three ways in turn, each first in its turn, in the reverse order
+ * every other round. Prints
  * `name: value` lines:
  *   send_WAY_bodies_per_s        median of the rounds, and their range
  *   send_WAY_sender_us           the sender's CPU per body (median)
  *   send_WAY_receiver_us         the receiver's CPU per body (median)
  *   send_WAY_vs_copy             median of the per-round ratios of
  *                                bodies per second, and their range
+ *   send_sndbuf_bytes            each connection's send buffer (1 MiB
+ *                                unless net.core.wmem_max is lower and
+ *                                the probe runs without CAP_NET_ADMIN)
+ *   send_zerocopy_sends          the zero-copy send calls made
  *   send_zerocopy_copied         of the zero-copy sends the kernel
  *                                completed, how many it says it copied
- *   send_zerocopy_waits          waits for completions (ENOBUFS: too
- *                                much memory pinned, or at the end)
+ *   send_zerocopy_enobufs        sends refused for the pages pinned
+ *                                (the socket then waits for its
+ *                                completions; RLIMIT_MEMLOCK bounds
+ *                                them for users other than root)
  * WAY is copy, zerocopy or sendfile. To a client on the same host the
  * kernel copies every zero-copy send on delivery (the pages cannot
  * stay pinned in a local receive queue), so `send_zerocopy_copied`
@@ -48,6 +55,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +78,12 @@ enum sp_way { SP_COPY, SP_ZEROCOPY, SP_SENDFILE, SP_NWAYS };
 static const char *const sp_names[SP_NWAYS] = { "copy", "zerocopy", "sendfile" };
 
 #define SP_MAX_ROUNDS 99
+/* Each process holds every connection, under the usual limit of 1,024
+ * descriptors. */
+#define SP_MAX_CONNS 512
 /* The send buffer fileserverd gives a loopback client (DESIGN.md,
- * "Connections and limits"), so that every way is paced alike. */
+ * "Connections and limits"), so that every way is paced alike. Linux
+ * doubles what it is asked for: half is asked. */
 #define SP_SNDBUF (1 << 20)
 
 struct sp_opts {
@@ -87,8 +99,11 @@ struct sp_run {
 /* The zero-copy sends the kernel has completed, and of them the ones
  * it copied anyway. */
 struct sp_zc {
-	unsigned long done, copied, waits;
+	unsigned long sends, done, copied, enobufs;
 };
+
+/* The send buffer the kernel gave the last connection. */
+static int sp_sndbuf;
 
 static void sp_die(const char *what)
 {
@@ -130,6 +145,12 @@ static int sp_pin(int cpu)
 
 /* ---- the receiver: a process of its own ---- */
 
+/* What the receiver tells the sender at its end. */
+struct sp_report {
+	uint64_t bytes;
+	double cpu_s;
+};
+
 /* Reads every connection, READ bytes at a time and on while a read
  * fills the buffer (as wrk does), until the sender closes them all;
  * then writes its CPU seconds to @out. */
@@ -137,8 +158,8 @@ static void sp_receive(const struct sp_opts *o, const struct sockaddr_in *at, in
 {
 	char *buf = malloc((size_t)o->read);
 	struct pollfd *p = calloc((size_t)o->conns, sizeof *p);
-	int open_ = o->conns;
-	double cpu;
+	int nopen = o->conns;
+	struct sp_report rep = { 0 };
 
 	if (!buf || !p)
 		sp_die("out of memory");
@@ -157,7 +178,7 @@ static void sp_receive(const struct sp_opts *o, const struct sockaddr_in *at, in
 			sp_die_errno("connecting");
 		p[i] = (struct pollfd){ .fd = s, .events = POLLIN };
 	}
-	while (open_ > 0) {
+	while (nopen > 0) {
 		if (poll(p, (nfds_t)o->conns, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -167,39 +188,33 @@ static void sp_receive(const struct sp_opts *o, const struct sockaddr_in *at, in
 			if (p[i].fd < 0 || !p[i].revents)
 				continue;
 			ssize_t r;
-			while ((r = read(p[i].fd, buf, (size_t)o->read)) == o->read)
-				;
+			while ((r = read(p[i].fd, buf, (size_t)o->read)) > 0) {
+				rep.bytes += (uint64_t)r;
+				if (r < o->read)
+					break;
+			}
 			if (r == 0) {
 				close(p[i].fd);
 				p[i].fd = -1;
-				open_--;
+				nopen--;
 			} else if (r < 0 && errno != EAGAIN && errno != EINTR) {
 				sp_die_errno("reading");
 			}
 		}
 	}
-	cpu = sp_cpu_s(RUSAGE_SELF);
-	if (write(out, &cpu, sizeof cpu) != sizeof cpu)
+	rep.cpu_s = sp_cpu_s(RUSAGE_SELF);
+	if (write(out, &rep, sizeof rep) != sizeof rep)
 		sp_die_errno("reporting");
 	_exit(0);
 }
 
 /* ---- the sender ---- */
 
-/* Takes the completions queued on @s's error queue; waits for one
- * first when @wait. */
-static void sp_reap(int s, bool wait, struct sp_zc *zc)
+/* Takes the completions queued on @s's error queue. */
+static void sp_reap(int s, struct sp_zc *zc)
 {
 	char control[128];
 
-	if (wait) {
-		/* POLLERR is reported whatever events asks. A short wait: a
-		 * send refused for want of option memory may find nothing
-		 * queued yet, and is simply tried again. */
-		struct pollfd p = { .fd = s };
-		poll(&p, 1, 1);
-		zc->waits++;
-	}
 	for (;;) {
 		struct msghdr m = { .msg_control = control, .msg_controllen = sizeof control };
 		if (recvmsg(s, &m, MSG_ERRQUEUE) < 0) {
@@ -273,18 +288,30 @@ static unsigned long sp_send_all(const struct sp_opts *o, struct sp_conn *c, enu
 	for (int i = 0; i < o->conns; i++)
 		p[i] = (struct pollfd){ .fd = c[i].fd, .events = POLLOUT };
 	while (busy > 0) {
-		if (poll(p, (nfds_t)o->conns, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		int n = poll(p, (nfds_t)o->conns, 100);
+		if (n < 0 && errno != EINTR)
 			sp_die_errno("poll");
-		}
+		/* (a socket held back for its completions is tried again) */
+		for (int i = 0; n == 0 && i < o->conns; i++)
+			if (c[i].left > 0)
+				p[i].events = POLLOUT;
+		if (n <= 0)
+			continue;
 		for (int i = 0; i < o->conns; i++) {
-			if (way == SP_ZEROCOPY && (p[i].revents & POLLERR))
-				sp_reap(c[i].fd, false, zc);
+			if (way == SP_ZEROCOPY && (p[i].revents & POLLERR)) {
+				sp_reap(c[i].fd, zc);
+				if (c[i].left > 0)
+					p[i].events = POLLOUT;
+			}
 			if (!(p[i].revents & POLLOUT) || c[i].left == 0)
 				continue;
-			if (!sp_pump(&c[i], way, buf, memfd, o->size))
-				sp_reap(c[i].fd, true, zc);
+			/* Refused for the pages it has pinned: no more sends on
+			 * it until its completions come (POLLERR). */
+			if (!sp_pump(&c[i], way, buf, memfd, o->size)) {
+				p[i].events = 0;
+				zc->enobufs++;
+				continue;
+			}
 			if (c[i].left == 0) {
 				p[i].events = 0;        /* (its completions still come) */
 				busy--;
@@ -304,7 +331,8 @@ static unsigned long sp_send_all(const struct sp_opts *o, struct sp_conn *c, enu
 static struct sp_conn *sp_accept_all(const struct sp_opts *o, int l, int report, enum sp_way way)
 {
 	struct sp_conn *c = calloc((size_t)o->conns, sizeof *c);
-	int one = 1, sndbuf = SP_SNDBUF;
+	int one = 1, sndbuf = SP_SNDBUF / 2, got;
+	socklen_t len = sizeof got;
 
 	if (!c)
 		sp_die("out of memory");
@@ -314,11 +342,16 @@ static struct sp_conn *sp_accept_all(const struct sp_opts *o, int l, int report,
 			if (errno != EINTR)
 				sp_die_errno("poll");
 		if (!(p[0].revents & POLLIN))
-			exit(1);
+			sp_die("the receiver ended before it connected");
 		int s = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (s < 0)
 			sp_die_errno("accepting");
-		setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+		/* Past net.core.wmem_max only with CAP_NET_ADMIN; the size
+		 * the kernel gave is printed either way. */
+		if (setsockopt(s, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf))
+			setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+		if (getsockopt(s, SOL_SOCKET, SO_SNDBUF, &got, &len) == 0)
+			sp_sndbuf = got;
 		if (way == SP_ZEROCOPY && setsockopt(s, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one))
 			sp_die_errno("SO_ZEROCOPY");
 		/* The first connections take one body more. */
@@ -328,18 +361,31 @@ static struct sp_conn *sp_accept_all(const struct sp_opts *o, int l, int report,
 	return c;
 }
 
-/* Waits a little for completions on any connection, and takes them. */
-static void sp_reap_all(const struct sp_opts *o, const struct sp_conn *c, struct sp_zc *zc)
+/* Takes the completions of @calls zero-copy sends, as they come: a
+ * socket closed before them would drop them uncounted. */
+static void sp_reap_all(const struct sp_opts *o, const struct sp_conn *c, unsigned long calls,
+                        unsigned long done0, struct sp_zc *zc)
 {
-	struct pollfd p[o->conns];
+	struct pollfd *p = calloc((size_t)o->conns, sizeof *p);
+	double until = sp_now() + 10;
 
+	if (!p)
+		sp_die("out of memory");
 	for (int i = 0; i < o->conns; i++)
-		p[i] = (struct pollfd){ .fd = c[i].fd };
-	poll(p, (nfds_t)o->conns, 1);
-	zc->waits++;
-	for (int i = 0; i < o->conns; i++)
-		if (p[i].revents & POLLERR)
-			sp_reap(c[i].fd, false, zc);
+		p[i] = (struct pollfd){ .fd = c[i].fd };     /* POLLERR comes anyway */
+	while (zc->done - done0 < calls) {
+		if (sp_now() > until) {
+			fprintf(stderr, "send-probe: %lu of %lu zero-copy completions never came\n",
+			        calls - (zc->done - done0), calls);
+			exit(1);
+		}
+		if (poll(p, (nfds_t)o->conns, 100) < 0 && errno != EINTR)
+			sp_die_errno("poll");
+		for (int i = 0; i < o->conns; i++)
+			if (p[i].revents & POLLERR)
+				sp_reap(c[i].fd, zc);
+	}
+	free(p);
 }
 
 static struct sp_run sp_one(const struct sp_opts *o, enum sp_way way, const char *buf,
@@ -348,10 +394,8 @@ static struct sp_run sp_one(const struct sp_opts *o, enum sp_way way, const char
 	struct sockaddr_in at = { .sin_family = AF_INET };
 	socklen_t len = sizeof at;
 	int report[2];
-	double got = -1;
 
-	if (inet_pton(AF_INET, o->addr, &at.sin_addr) != 1)
-		sp_die("not an IPv4 address");
+	inet_pton(AF_INET, o->addr, &at.sin_addr);         /* checked in main */
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l < 0 || bind(l, (struct sockaddr *)&at, sizeof at) || listen(l, o->conns) ||
 	    getsockname(l, (struct sockaddr *)&at, &len) || pipe2(report, O_CLOEXEC))
@@ -370,22 +414,34 @@ static struct sp_run sp_one(const struct sp_opts *o, enum sp_way way, const char
 	unsigned long done0 = zc->done;
 	double cpu0 = sp_cpu_s(RUSAGE_SELF), t0 = sp_now();
 	unsigned long calls = sp_send_all(o, c, way, buf, memfd, zc);
-	/* The buffer may be reused only once every completion is in. */
-	while (way == SP_ZEROCOPY && zc->done - done0 < calls)
-		sp_reap_all(o, c, zc);
+	if (way == SP_ZEROCOPY) {
+		sp_reap_all(o, c, calls, done0, zc);
+		zc->sends += calls;
+	}
 	for (int i = 0; i < o->conns; i++)
 		close(c[i].fd);
 	free(c);
 	int status;
-	if (read(report[0], &got, sizeof got) != sizeof got ||
-	    waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
-		sp_die("the receiver failed");
+	struct sp_report rep = { 0 };
+	bool reported = read(report[0], &rep, sizeof rep) == sizeof rep;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "send-probe: the receiver failed (%s %d)\n",
+		        WIFSIGNALED(status) ? "signal" : "exit status",
+		        WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+		exit(1);
+	}
+	if (!reported || rep.bytes != (uint64_t)o->bodies * (uint64_t)o->size) {
+		fprintf(stderr, "send-probe: the receiver read %llu bytes of %llu\n",
+		        (unsigned long long)rep.bytes,
+		        (unsigned long long)o->bodies * (unsigned long long)o->size);
+		exit(1);
+	}
 	close(report[0]);
 	double t = sp_now() - t0;
 	return (struct sp_run){
 		.per_s = (double)o->bodies / t,
 		.sender_us = (sp_cpu_s(RUSAGE_SELF) - cpu0) * 1e6 / (double)o->bodies,
-		.receiver_us = got * 1e6 / (double)o->bodies,
+		.receiver_us = rep.cpu_s * 1e6 / (double)o->bodies,
 	};
 }
 
@@ -428,8 +484,10 @@ static void sp_report(const struct sp_opts *o, struct sp_run (*r)[SP_NWAYS], con
 		m = sp_median(v, o->rounds, &lo, &hi);
 		printf("send_%s_vs_copy: %.2f (%.2f-%.2f)\n", n, m, lo, hi);
 	}
+	printf("send_sndbuf_bytes: %d\n", sp_sndbuf);
+	printf("send_zerocopy_sends: %lu\n", zc->sends);
 	printf("send_zerocopy_copied: %lu of %lu\n", zc->copied, zc->done);
-	printf("send_zerocopy_waits: %lu\n", zc->waits);
+	printf("send_zerocopy_enobufs: %lu\n", zc->enobufs);
 }
 
 static long sp_number(const char *s, long max, const char *what)
@@ -488,15 +546,25 @@ int main(int argc, char **argv)
 		case 'n': o.bodies = sp_number(optarg, 10000000, "BODIES"); break;
 		case 's': o.size = sp_number(optarg, 1L << 30, "SIZE"); break;
 		case 'b': o.read = sp_number(optarg, 1L << 24, "READ"); break;
-		case 'C': o.conns = (int)sp_number(optarg, 1024, "CONNS"); break;
+		case 'C': o.conns = (int)sp_number(optarg, SP_MAX_CONNS, "CONNS"); break;
 		case 'c': cpus = optarg; break;
 		case 'N': o.netns = optarg; break;
 		case 'a': o.addr = optarg; break;
 		default: sp_usage();
 		}
 	}
-	if (optind != argc || (o.netns && !strcmp(o.addr, "127.0.0.1")))
+	if (optind != argc)
 		sp_usage();
+	struct in_addr a;
+	if (inet_pton(AF_INET, o.addr, &a) != 1) {
+		fprintf(stderr, "send-probe: not an IPv4 address: %s\n", o.addr);
+		return 1;
+	}
+	if (o.netns && !strcmp(o.addr, "127.0.0.1")) {
+		fprintf(stderr, "send-probe: -N needs -a, an address of this host's "
+		                "namespace that the other reaches\n");
+		return 1;
+	}
 	if (o.conns > o.bodies) {
 		fprintf(stderr, "send-probe: more connections than bodies\n");
 		return 1;
@@ -527,9 +595,16 @@ int main(int argc, char **argv)
 	struct sp_zc zc = { 0 };
 	for (int i = 0; i < o.rounds; i++)
 		for (int k = 0; k < SP_NWAYS; k++) {
-			enum sp_way w = i % 2 ? SP_NWAYS - 1 - k : k;
+			/* Each way first in its turn, the order reversed every
+			 * other round, so that none always follows another. */
+			enum sp_way w = (enum sp_way)(i % 2 ? (i + SP_NWAYS - k) % SP_NWAYS
+			                                    : (i + k) % SP_NWAYS);
 			r[i][w] = sp_one(&o, w, buf, memfd, &zc);
 		}
 	sp_report(&o, r, &zc);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "send-probe: cannot write the results\n");
+		return 1;
+	}
 	return 0;
 }
