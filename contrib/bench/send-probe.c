@@ -421,7 +421,7 @@ static struct sp_run sp_one(const struct sp_opts *o, enum sp_way way, const char
 	for (int i = 0; i < o->conns; i++)
 		close(c[i].fd);
 	free(c);
-	int status;
+	int status = 0;
 	struct sp_report rep = { 0 };
 	bool reported = read(report[0], &rep, sizeof rep) == sizeof rep;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
