@@ -17,6 +17,7 @@ static const struct {
 	size_t len;
 } pages[] = {
 #define P(c, r, t) { c, PAGE(#c, r, t), sizeof(PAGE(#c, r, t)) - 1 }
+	P(301, "Moved Permanently", "This resource has moved to the address in the Location header."),
 	P(400, "Bad Request", "The request could not be understood."),
 	P(403, "Forbidden", "You do not have access to this resource."),
 	P(404, "Not Found", "The requested resource was not found."),

@@ -44,6 +44,8 @@ checks() {
 	check "301 for a directory without /" 301 "$(code /withindex)"
 	check "301 Location" "$URL/withindex/?a=1" \
 		"$(curl -s -o /dev/null -w '%{redirect_url}' "$URL/withindex?a=1")"
+	check_match "301's page names it" "<title>301 Moved Permanently</title>" \
+		"$(curl -s "$URL/withindex")"
 	# a directory named by a final dot segment: the listing's relative
 	# links would resolve from the wrong place, so it is redirected too
 	check "/dir/sub/.. -> 301 /dir/" "$URL/dir/?a=1" \

@@ -11,6 +11,7 @@ START_TEST(pages)
 {
 	/* RFC 9110 15 */
 	static const struct { unsigned st; const char *reason; } st[] = {
+		{ 301, "Moved Permanently" },
 		{ 400, "Bad Request" }, { 403, "Forbidden" }, { 404, "Not Found" },
 		{ 405, "Method Not Allowed" }, { 412, "Precondition Failed" },
 		{ 413, "Content Too Large" }, { 414, "URI Too Long" },
