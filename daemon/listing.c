@@ -405,6 +405,14 @@ int fsd_listing_handle(struct fsd_req *rq, struct lk_file *dir,
 		close(dir->fd);
 		return -ENOSYS;
 	}
+	/* If-Match compares strongly (RFC 9110 13.1.1), and a listing's tag
+	 * is weak: only "*" can match, whatever the listing holds. */
+	if (rq->h.if_match && proto_etag_match(rq->h.if_match, strlen(rq->h.if_match),
+	                                       "W/\"listing\"", false) != 1) {
+		close(dir->fd);
+		fsd_req_error(rq, 412);
+		return 0;
+	}
 	if (!run_start(rq, &r, dir, urlpath, relpath, root, scanpath, cfg))
 		return 0;
 	struct lk_scan_opts so;

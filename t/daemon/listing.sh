@@ -132,6 +132,11 @@ print(e["name"], e["type"], e["size"], e["mode"])')"
 	check "If-None-Match -> 304" 304 "$(code /k1/ -H "If-None-Match: $tag")"
 	check "If-None-Match: * -> 304" 304 "$(code /k1/ -H "If-None-Match: *")"
 	check "other tag -> 200" 200 "$(code /k1/ -H 'If-None-Match: W/"nope"')"
+	# If-Match compares strongly: a weak tag, even the listing's own,
+	# never matches; "*" does (RFC 9110 13.1.1)
+	check "If-Match its own weak tag -> 412" 412 "$(code /k1/ -H "If-Match: $tag")"
+	check "If-Match other -> 412" 412 "$(code /k1/ -H 'If-Match: "nope"')"
+	check "If-Match: * -> 200" 200 "$(code /k1/ -H 'If-Match: *')"
 	check "same tag for gzip" "$tag" \
 		"$(curl -s -D - -o /dev/null -H 'Accept-Encoding: gzip' "$URL/k1/" | tr -d '\r' | sed -n 's/^ETag: //p')"
 	check_match "format changes the tag" '.' \
