@@ -666,8 +666,9 @@ static bool fill(struct fsd_req *rq, struct entry *e, const char *rel)
 	    !S_ISREG(sx.stx_mode) ||
 	    ((large = sx.stx_size > fsd->conf.small_file_max) ? !fc->max_fd :
 	     sx.stx_size > fsd->conf.fcache_bytes / 4) ||
-	    /* (before 1970: static.c's way, with no Last-Modified) */
-	    sx.stx_mtime.tv_sec < 0 ||
+	    /* (before 1970 or in the future: static.c's way, with no
+	     * Last-Modified or with the time of each response) */
+	    sx.stx_mtime.tv_sec < 0 || sx.stx_mtime.tv_sec > time(NULL) ||
 	    proto_httpdate_format((time_t)sx.stx_mtime.tv_sec, e->lastmod) < 0) {
 		close(fd);
 		return false;

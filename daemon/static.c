@@ -254,6 +254,11 @@ static void repr_make(struct fsd_req *rq, struct repr *rp, struct served *sv,
 	                rp->f.stx.stx_mtime.tv_sec, rp->f.stx.stx_mtime.tv_nsec,
 	                rp->encoding ? suffix : NULL, rp->etag);
 	rp->mtime = (time_t)rp->f.stx.stx_mtime.tv_sec;
+	/* RFC 9110 8.8.2.1: a modification time in the future is sent, and
+	 * compared, as the time of the response (fcache.c keeps none such). */
+	time_t now = time(NULL);
+	if (rp->mtime > now)
+		rp->mtime = now;
 	/* A time before 1970 is none to the conditionals (proto/cond.h:
 	 * negative), so it is sent as none too: no Last-Modified. */
 	if (rp->mtime < 0 || proto_httpdate_format(rp->mtime, rp->lastmod) < 0) {

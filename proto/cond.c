@@ -38,8 +38,10 @@ enum proto_cond proto_cond_eval(const struct proto_cond_req *rq,
 	           !proto_httpdate_parse(rq->if_modified_since,
 	                                 strlen(rq->if_modified_since), now,
 	                                 &d)) {
-		/* step 4 */
-		if (last_modified <= d)
+		/* step 4. A date later than now can only come from a wrong
+		 * clock, and would turn every later change into a 304: it
+		 * is ignored (as RFC 2616 14.25 had it). */
+		if (last_modified <= d && d <= now)
 			return PROTO_COND_NOT_MODIFIED;
 	}
 	return PROTO_COND_PROCEED;

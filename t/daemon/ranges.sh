@@ -8,6 +8,8 @@ touch -d '2020-01-02 03:04:05 UTC' "$D/data.bin"
 printf 'small file\n' > "$D/small.txt"
 printf 'old\n' > "$D/y1965.txt"
 touch -d '1965-01-01 00:00:00 UTC' "$D/y1965.txt"
+printf 'from the future\n' > "$D/future.txt"
+touch -d '2100-01-01 00:00:00 UTC' "$D/future.txt"
 printf 'plain text body\n' > "$D/page.txt"
 printf 'BROTLI' > "$D/page.txt.br"
 printf 'ZSTD' > "$D/page.txt.zst"
@@ -64,6 +66,25 @@ checks() {
 		"$(code /y1965.txt -H 'If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT')"
 	check "... If-Modified-Since is ignored: 200" 200 \
 		"$(code /y1965.txt -H 'If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT')"
+
+	# a time in the future is sent, and compared, as the response's
+	# (RFC 9110 8.8.2.1); a date later than now from a client is ignored
+	local i
+	for i in 1 2 3; do      # the first, then from the small-file cache (or not)
+		curl -s -o /dev/null -D "$T/h" "$URL/future.txt"
+		local d lm2
+		d=$(date -d "$(tr -d '\r' < "$T/h" | awk -F': ' 'tolower($1) == "date" { print $2 }')" +%s)
+		lm2=$(date -d "$(tr -d '\r' < "$T/h" | awk -F': ' 'tolower($1) == "last-modified" { print $2 }')" +%s)
+		# (a second may turn between the two)
+		check "future: Last-Modified is the Date ($i)" 1 \
+			"$([ $((d - lm2)) -ge 0 ] && [ $((d - lm2)) -le 1 ] && echo 1)"
+	done
+	check "future: If-Modified-Since 2099 → 200" 200 \
+		"$(code /future.txt -H 'If-Modified-Since: Thu, 31 Dec 2099 00:00:00 GMT')"
+	check "If-Modified-Since later than now → 200" 200 \
+		"$(code /data.bin -H 'If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT')"
+	check "future: If-Range by date → 200" 200 \
+		"$(code /future.txt -H 'Range: bytes=0-1' -H 'If-Range: Fri, 01 Jan 2100 00:00:00 GMT')"
 
 	# single ranges: status, Content-Range, exact bytes
 	local spec want first last

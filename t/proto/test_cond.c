@@ -157,6 +157,8 @@ START_TEST(eval_single)
 	ck_assert_int_eq(E(true, NULL, NULL, "Sun Nov  6 08:49:37 1994", NULL), N304);
 	ck_assert_int_eq(E(true, NULL, NULL, LM_S " junk", NULL), PROCEED);
 	ck_assert_int_eq(E(false, NULL, NULL, LM_S, NULL), PROCEED);
+	/* a date later than now: a client's wrong clock, ignored */
+	ck_assert_int_eq(E(true, NULL, NULL, "Mon, 01 Jan 2035 00:00:00 GMT", NULL), PROCEED);
 }
 END_TEST
 
