@@ -8,9 +8,9 @@
  * Why it stays correct: every name an event names is stat'ed again
  * after that event was read, and any later change is an event of its
  * own, read before the listing is used. A name that may now lead to
- * another inode (made, moved in, or its inode gone) is watched again
- * before its stat, as a fill watches its names; a name whose stat comes
- * back ENOENT leaves the records. Events on the directory itself (its
+ * another inode (made, moved in, or its inode gone) is watched again,
+ * and the watch linked, before its stat, as a fill watches its names;
+ * a name whose stat comes back ENOENT leaves the records. Events on the directory itself (its
  * attributes, its removal), a queue overflow or a mount change still
  * drop the listing (lcache.c), and so does anything a fill would not
  * keep (a symlink whose target is shown, a mount point, a failed stat).
@@ -180,28 +180,37 @@ struct lcp_item {
 
 struct lcp_job {
 	int ifd, dirfd;
+	bool stat;                  /* the second step: the stats */
 	size_t n;
 	struct lcp_item *it;
 };
 
+/* First the new watches, then (after the worker linked them) the
+ * stats: a stat taken before its watch reports could miss a change
+ * made in between, whose event went to the watch's other dependents
+ * (an inode already watched through another name returns the same
+ * descriptor, whose events are then not counted as lost). */
 static long job_run(void *arg)
 {
 	struct lcp_job *j = arg;
 
 	for (size_t i = 0; i < j->n; i++) {
 		struct lcp_item *it = &j->it[i];
-		it->wd = -1;
-		if (it->watch) {
-			int wd = fcw_add_entry_watch(j->ifd, j->dirfd, it->name);
-			if (wd < 0) {
-				it->err = wd;
-				continue;
+		if (!j->stat) {
+			it->wd = -1;
+			if (it->watch) {
+				int wd = fcw_add_entry_watch(j->ifd, j->dirfd, it->name);
+				if (wd < 0)
+					it->err = wd;
+				else
+					it->wd = wd;
 			}
-			it->wd = wd;
-		}
-		if (statx(j->dirfd, it->name, AT_SYMLINK_NOFOLLOW,
-		          STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME, &it->stx) < 0)
+		} else if (!it->err &&
+		           statx(j->dirfd, it->name, AT_SYMLINK_NOFOLLOW,
+		                 STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME,
+		                 &it->stx) < 0) {
 			it->err = -errno;
+		}
 	}
 	return 0;
 }
@@ -362,48 +371,56 @@ static int apply_stats(struct lc_dir *d, struct lcp_item *it, size_t n)
 	return 0;
 }
 
-/* The watches the job added linked, each as its name's from now on;
- * the names gone no longer watched. Before fcw_foreign_end(). */
+/* The watches the job added linked, each as its name's from now on
+ * (the one it had before no longer watched). Before fcw_foreign_end(). */
 static int link_watches(struct lc_dir *d, struct lcp_item *it, size_t n)
 {
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		struct lc_ent *old = ent_find(d, it[i].name), *e = NULL;
-		if (it[i].wd >= 0) {
-			size_t l = strlen(it[i].name);
-			e = malloc(sizeof *e + l + 1);
-			if (!e) {
-				/* (no one to remove it but a dependent) */
-				struct fcw_dep tmp = { .owner = d };
-				if (fcw_link(it[i].wd, &tmp) == 0)
-					fcw_unwatch(&tmp);
-				rc = -ENOMEM;
-				continue;
-			}
-			char *name = (char *)(e + 1);
-			memcpy(name, it[i].name, l + 1);
-			*e = (struct lc_ent){ .dep = { .owner = d, .fire = d->ddep.fire },
-			                      .name = name, .xnext = d->xents };
-			d->xents = e;
-			d->nxents++;
-			if (fcw_link(it[i].wd, &e->dep) < 0) {
-				rc = -ENOMEM;
-				continue;
-			}
+		if (it[i].wd < 0)
+			continue;
+		size_t l = strlen(it[i].name);
+		struct lc_ent *old = ent_find(d, it[i].name);
+		struct lc_ent *e = malloc(sizeof *e + l + 1);
+		if (!e) {
+			/* (no one to remove it but a dependent) */
+			struct fcw_dep tmp = { .owner = d };
+			if (fcw_link(it[i].wd, &tmp) == 0)
+				fcw_unwatch(&tmp);
+			rc = -ENOMEM;
+			continue;
 		}
-		if (it[i].err == -ENOENT || e) {
-			if (old) {
-				fcw_unwatch(&old->dep);
-				hash_del(d, it[i].name);
-			}
-			if (e && !it[i].err && hash_put(d, e) < 0)
-				rc = -ENOMEM;
-			else if (e && it[i].err)
-				fcw_unwatch(&e->dep);
+		char *name = (char *)(e + 1);
+		memcpy(name, it[i].name, l + 1);
+		*e = (struct lc_ent){ .dep = { .owner = d, .fire = d->ddep.fire },
+		                      .name = name, .xnext = d->xents };
+		d->xents = e;
+		d->nxents++;
+		if (fcw_link(it[i].wd, &e->dep) < 0) {
+			rc = -ENOMEM;
+			continue;
 		}
+		if (old) {
+			fcw_unwatch(&old->dep);
+			hash_del(d, it[i].name);
+		}
+		if (hash_put(d, e) < 0)
+			rc = -ENOMEM;
 	}
 	return rc;
+}
+
+/* The names the stats found gone no longer watched. */
+static void unwatch_gone(struct lc_dir *d, const struct lcp_item *it, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct lc_ent *e;
+		if (it[i].err == -ENOENT && (e = ent_find(d, it[i].name))) {
+			fcw_unwatch(&e->dep);
+			hash_del(d, it[i].name);
+		}
+	}
 }
 
 /* Frees the patches' watches no longer linked (none is in the table):
@@ -469,13 +486,17 @@ int lcp_apply(struct lc_dir *d, int dirfd)
 		unsigned long ev0 = fcw_foreign_events();
 		fibril_call(job_run, &j);
 		rc = link_watches(d, it, m);
-		sweep(d);
-		/* An event on a new watch before it was linked is lost: its
-		 * names are stat'ed again, now that their watches report. */
+		/* An event on a new watch before it was linked is lost (its
+		 * inode gone meanwhile, say): its names are noted again. */
 		bool lost = fcw_foreign_events() != ev0;
 		fcw_foreign_end();
-		if (rc == 0)
+		if (rc == 0) {
+			j.stat = true;
+			fibril_call(job_run, &j);
+			unwatch_gone(d, it, m);
 			rc = apply_stats(d, it, m);
+		}
+		sweep(d);
 		if (rc == 0 && lost && m)
 			rc = renote(d, it, m);
 	}

@@ -4,7 +4,8 @@
 # truncation, chmod, mtimes; hard links written outside; subdirectories
 # filled and removed; symlinks), the listing shows the directory as it
 # is, and most of those listings come from the patched cache, not from
-# a scan. With symlink targets shown, a symlink keeps the directory out
+# a scan; a write through another link while its name is patched in
+# is seen. With symlink targets shown, a symlink keeps the directory out
 # of the cache; with them off, it is cached like any entry. And a large
 # listing rendered from the cache while its directory changes.
 . "$top_srcdir/t/daemon/lib.sh"
@@ -115,7 +116,21 @@ race() {
 		"$([ "$(grep -c 'a patch waits for' "$T/err.log")" -ge 1 ] && echo yes)"
 }
 
+# A name made in the listed directory, a hard link of a file watched
+# already (in the small-file cache), written through its other name
+# while the patch that adds the link runs: the listing shows the write.
+linkgap() {
+	rm -rf "$D"
+	mkdir -p "$D"
+	printf '[server]\nroot = %s\nworkers = 1\n' "$D" > "$T/c.conf"
+	start_daemon -c "$T/c.conf"
+	check_match "a write through another link during the patch: listed" '^ok 20 trials' \
+		"$(python3 "$LCK" linkgap "$URL" "$D" 20)"
+	stop_daemon
+}
+
 checks() {
+	linkgap
 	churn beneath 400
 	churn off 400
 	check "with targets off, a symlink is patched in" "" \

@@ -31,6 +31,13 @@ describe the directory as it is now (names, modes, sizes, mtimes).
       of one entry at that place (?limit=1&after=, answered by the cache
       when it holds DIR) must show the change. Prints "ok N rounds" or
       the first stale page (exit 1).
+  linkgap BASE_URL ROOT TRIALS
+      ROOT/L cached as a listing, ROOT/other/f in the small-file cache
+      (its inode watched), then a hard link of f made in L with 900
+      subdirectories (a long patch), and while the listing that patches
+      them runs, f written through its other name. The listing after
+      must show the link's new size. Prints "ok N trials" or the first
+      stale listing (exit 1).
 """
 import json
 import os
@@ -387,6 +394,43 @@ def fill(url, d, outside, rounds):
     return 0
 
 
+def linkgap(base, root, trials):
+    lst, other = os.path.join(root, "L"), os.path.join(root, "other")
+    url = base + "/L/?format=ndjson"
+    for k in range(trials):
+        for d in (lst, other):
+            if os.path.isdir(d):
+                for sub in os.listdir(d):
+                    p = os.path.join(d, sub)
+                    os.rmdir(p) if os.path.isdir(p) else os.unlink(p)
+            else:
+                os.mkdir(d)
+        with open(os.path.join(other, "f"), "w") as f:
+            f.write("a")
+        fetch(url)
+        fetch(url)                          # L cached
+        for _ in range(2):
+            fetch(base + "/other/f")        # f's inode watched
+        os.link(os.path.join(other, "f"), os.path.join(lst, "0x"))
+        for i in range(900):
+            os.mkdir(os.path.join(lst, "d%04d" % i))
+        for _ in range(2):
+            fetch(base + "/other/f")        # cached again (the link dropped it)
+        t = threading.Thread(target=fetch, args=(url,))
+        t.start()
+        time.sleep((k % 20) * 0.0005)
+        with open(os.path.join(other, "f"), "a") as f:
+            f.write("MORE DATA")
+        fetch(base + "/other/f")            # the worker reads the event
+        t.join()
+        bad = diff(url, lst)
+        if bad:
+            print("trial %d: %s" % (k, bad))
+            return 1
+    print("ok %d trials" % trials)
+    return 0
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "fresh":
@@ -399,6 +443,8 @@ def main():
                      int(sys.argv[6]))
     if cmd == "fill":
         return fill(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    if cmd == "linkgap":
+        return linkgap(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     print("unknown command", cmd)
     return 2
 
