@@ -23,22 +23,25 @@
  * 8 KiB buffer, and libmicrohttpd's own limit is about 32 KiB. */
 #define FSD_MAX_TARGET 8000
 
-/* Headers the handlers read, by index into struct fsd_hdrs. */
+/* Headers the handlers read, by index into struct fsd_hdrs. A list's
+ * lines are one value joined by ", " (RFC 9110 5.3); of any other,
+ * the first line counts. */
 static const struct {
 	const char *name;
 	size_t off;
+	bool list;
 } wanted[] = {
-	{ "Host", offsetof(struct fsd_hdrs, host) },
-	{ "Range", offsetof(struct fsd_hdrs, range) },
-	{ "If-Range", offsetof(struct fsd_hdrs, if_range) },
-	{ "If-Match", offsetof(struct fsd_hdrs, if_match) },
-	{ "If-None-Match", offsetof(struct fsd_hdrs, if_none_match) },
-	{ "If-Modified-Since", offsetof(struct fsd_hdrs, if_modified_since) },
-	{ "If-Unmodified-Since", offsetof(struct fsd_hdrs, if_unmodified_since) },
-	{ "Accept-Encoding", offsetof(struct fsd_hdrs, accept_encoding) },
-	{ "Accept", offsetof(struct fsd_hdrs, accept) },
-	{ "Referer", offsetof(struct fsd_hdrs, referer) },
-	{ "User-Agent", offsetof(struct fsd_hdrs, user_agent) },
+	{ "Host", offsetof(struct fsd_hdrs, host), false },
+	{ "Range", offsetof(struct fsd_hdrs, range), false },
+	{ "If-Range", offsetof(struct fsd_hdrs, if_range), false },
+	{ "If-Match", offsetof(struct fsd_hdrs, if_match), true },
+	{ "If-None-Match", offsetof(struct fsd_hdrs, if_none_match), true },
+	{ "If-Modified-Since", offsetof(struct fsd_hdrs, if_modified_since), false },
+	{ "If-Unmodified-Since", offsetof(struct fsd_hdrs, if_unmodified_since), false },
+	{ "Accept-Encoding", offsetof(struct fsd_hdrs, accept_encoding), true },
+	{ "Accept", offsetof(struct fsd_hdrs, accept), true },
+	{ "Referer", offsetof(struct fsd_hdrs, referer), false },
+	{ "User-Agent", offsetof(struct fsd_hdrs, user_agent), false },
 };
 #define NWANTED (sizeof wanted / sizeof *wanted)
 
@@ -47,7 +50,8 @@ struct collect {
 	struct proto_reqcheck chk;
 	/* first pass: sizes; second: copies */
 	const char *val[NWANTED];
-	size_t len[NWANTED];
+	size_t len[NWANTED];        /* a list's: its lines joined */
+	bool joined[NWANTED];       /* a list of more than one line */
 	bool folded;
 	bool nul;               /* a NUL byte somewhere in the head */
 	const char *line_end;   /* end of the last line's value, or NULL */
@@ -114,6 +118,15 @@ static bool in_place(const char *key, size_t key_size, const char *value)
 	return true;
 }
 
+/* Trailing OWS is not part of a value (0.9.75 keeps it; leading OWS it
+ * skips). */
+static size_t trim_ows(const char *value, size_t size)
+{
+	while (size && (value[size - 1] == ' ' || value[size - 1] == '\t'))
+		size--;
+	return size;
+}
+
 static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
                             const char *key, size_t key_size,
                             const char *value, size_t value_size)
@@ -131,19 +144,46 @@ static enum MHD_Result each(void *cls, enum MHD_ValueKind kind,
 	proto_reqcheck_field(&c->chk, key, key_size, value, value_size);
 	for (size_t i = 0; i < NWANTED; i++)
 		if (!strcasecmp(key, wanted[i].name)) {
-			/* First occurrence wins; duplicates of the list-valued
-			 * ones are rare and the checker handles Host. */
+			value_size = trim_ows(value, value_size);
 			if (!c->val[i]) {
-				/* trailing OWS is not part of the value
-				 * (0.9.75 keeps it; leading OWS it skips) */
-				while (value_size && (value[value_size - 1] == ' ' ||
-				                      value[value_size - 1] == '\t'))
-					value_size--;
 				c->val[i] = value;
 				c->len[i] = value_size;
+			} else if (wanted[i].list) {
+				c->joined[i] = true;
+				c->len[i] += 2 + value_size;
 			}
+			/* (a repeated Host: the checker's 400) */
 			break;
 		}
+	return MHD_YES;
+}
+
+/* A list's lines, joined into @out (sized by each()'s count). */
+struct join {
+	const char *name;
+	char *out;
+	size_t len;
+	bool more;              /* a line written: the next one after ", " */
+};
+
+static enum MHD_Result join_each(void *cls, enum MHD_ValueKind kind,
+                                 const char *key, size_t key_size,
+                                 const char *value, size_t value_size)
+{
+	struct join *j = cls;
+
+	(void)kind;
+	(void)key_size;
+	if (strcasecmp(key, j->name))
+		return MHD_YES;
+	value_size = trim_ows(value, value_size);
+	if (j->more) {
+		memcpy(j->out + j->len, ", ", 2);
+		j->len += 2;
+	}
+	j->more = true;
+	memcpy(j->out + j->len, value, value_size);
+	j->len += value_size;
 	return MHD_YES;
 }
 
@@ -204,7 +244,13 @@ int fsd_reqhdr_collect(struct fsd_req *rq, struct MHD_Connection *conn,
 			return 503;
 		for (size_t i = 0; i < NWANTED; i++)
 			if (c.val[i]) {
-				memcpy(p, c.val[i], c.len[i]);
+				if (c.joined[i]) {
+					struct join j = { wanted[i].name, p, 0, false };
+					MHD_get_connection_values_n(conn, MHD_HEADER_KIND,
+					                            join_each, &j);
+				} else {
+					memcpy(p, c.val[i], c.len[i]);
+				}
 				p[c.len[i]] = 0;
 				*(const char **)((char *)&rq->h + wanted[i].off) = p;
 				p += c.len[i] + 1;

@@ -44,6 +44,15 @@ checks() {
 	check "If-Modified-Since earlier → 200" 200 "$(code /data.bin -H 'If-Modified-Since: Wed, 01 Jan 2020 00:00:00 GMT')"
 	check "If-Modified-Since junk ignored → 200" 200 "$(code /data.bin -H 'If-Modified-Since: yesterday')"
 	check "INM other wins over IMS → 200" 200 "$(code /data.bin -H 'If-None-Match: "nope"' -H "If-Modified-Since: $lm")"
+	# a list's lines are one list (RFC 9110 5.3)
+	check "If-None-Match on two lines → 304" 304 \
+		"$(code /data.bin -H 'If-None-Match: "zz"' -H "If-None-Match: $etag")"
+	check "... after an empty line → 304" 304 \
+		"$(code /data.bin -H 'If-None-Match;' -H "If-None-Match: $etag")"
+	check "If-Match on two lines → 200" 200 \
+		"$(code /data.bin -H 'If-Match: "zz"' -H "If-Match: $etag")"
+	check "If-Match: two other lines → 412" 412 \
+		"$(code /data.bin -H 'If-Match: "zz"' -H 'If-Match: "yy"')"
 	check "If-Match same → 200" 200 "$(code /data.bin -H "If-Match: $etag")"
 	check "If-Match * → 200" 200 "$(code /data.bin -H 'If-Match: *')"
 	check "If-Match other → 412" 412 "$(code /data.bin -H 'If-Match: "nope"')"
@@ -157,6 +166,8 @@ PY
 	check "gzip" "GZIP" "$(curl -s -H 'Accept-Encoding: gzip' "$URL/page.txt")"
 	check "q=0 refuses br" "GZIP" "$(curl -s -H 'Accept-Encoding: br;q=0, gzip' "$URL/page.txt")"
 	check "* accepts br" "BROTLI" "$(curl -s -H 'Accept-Encoding: *' "$URL/page.txt")"
+	check "Accept-Encoding on two lines" "GZIP" \
+		"$(curl -s -H 'Accept-Encoding: identity' -H 'Accept-Encoding: gzip' "$URL/page.txt")"
 	check "identity only" "plain text body" "$(curl -s -H 'Accept-Encoding: identity' "$URL/page.txt")"
 	check "no Accept-Encoding" "plain text body" "$(curl -s "$URL/page.txt")"
 	check "Vary on sidecar" Accept-Encoding "$(hdr Vary /page.txt -H 'Accept-Encoding: gzip')"
