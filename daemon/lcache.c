@@ -763,8 +763,10 @@ void lcache_fill_end(struct lc_dir *d, bool complete)
 	}
 	for (size_t i = 0; i < d->nrec; i++)
 		d->recs[i].name = d->names + (uintptr_t)d->recs[i].name;
-	/* Records in name order, whatever order the scan had. */
-	qsort(d->recs, d->nrec, sizeof *d->recs, rec_qcmp);
+	/* Records in name order, whatever order the scan had (an empty
+	 * directory has none, and no array). */
+	if (d->nrec)
+		qsort(d->recs, d->nrec, sizeof *d->recs, rec_qcmp);
 	d->filling = false;
 	d->bytes = lcp_bytes(d);
 	if (d->bytes > fsd->conf.listing_cache_bytes) {
