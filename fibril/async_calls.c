@@ -164,9 +164,18 @@ static bool async__try_open_cached(const unsigned long *a, long *res)
 	}
 	bool cached_own = !(h.resolve & RESOLVE_CACHED);
 	h.resolve |= RESOLVE_CACHED;
+	unsigned long long asked = h.flags;
+	h.flags = async__open_nowait_flags(h.flags);
 	long r = async__ret(syscall(SYS_openat2, (int)a[0], path, &h, sizeof(h)));
 	if ((r == -EAGAIN && cached_own) || (r == -EXDEV && xdev_own))
 		return false;
+	/* a FIFO's other end may never come: that one waits on a backend */
+	if (r == -ENXIO && !(asked & O_NONBLOCK))
+		return false;
+	if (r >= 0 && async__open_nowait_keep((int)r, asked, 0)) {
+		async__fd_forget(r);
+		return false;
+	}
 	if (h.flags & O_PATH)
 		async__fd_forget(r);     /* may be on another mount */
 	else if (r >= 0)

@@ -182,3 +182,35 @@ int async__fd_local(int fd)
 	async__mnt_add(stx.stx_mnt_id, l);
 	return l;
 }
+
+unsigned long long async__open_nowait_flags(unsigned long long flags)
+{
+	/* O_PATH calls no ->open; a directory's cannot wait */
+	return flags & (O_PATH | O_DIRECTORY) ? flags : flags | O_NONBLOCK;
+}
+
+int async__open_nowait_keep(int fd, unsigned long long flags, unsigned mode)
+{
+	struct stat st;
+
+	if (flags & (O_PATH | O_DIRECTORY))
+		return 0;
+	if (!mode) {
+		if (fstat(fd, &st) < 0) {
+			close(fd);
+			return 1;
+		}
+		mode = st.st_mode;
+	}
+	if (!S_ISREG(mode) && !S_ISDIR(mode)) {
+		close(fd);
+		return 1;
+	}
+	/* (on a regular file it would make io_uring's reads fail with
+	 * -EAGAIN instead of waiting) */
+	if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, (int)flags & ~O_NONBLOCK) < 0) {
+		close(fd);
+		return 1;
+	}
+	return 0;
+}

@@ -26,5 +26,13 @@ bool async__fs_magic_local(unsigned long magic);
  * thread), else on a backend, so that a remote ->flush/->release never
  * holds the caller. */
 void async__close_fd(int fd);
+/* An inline open must not wait in the file system's ->open either (a
+ * FIFO for its other end, a terminal for its carrier): it is made with
+ * async__open_nowait_flags(@flags), and async__open_nowait_keep() then
+ * keeps a regular file or directory, with @flags' own O_NONBLOCK
+ * (0), or closes anything else (1: go to a backend, which opens it
+ * as asked). @mode: the file's, or 0 to have it fstat'ed. */
+unsigned long long async__open_nowait_flags(unsigned long long flags);
+int async__open_nowait_keep(int fd, unsigned long long flags, unsigned mode);
 
 #endif

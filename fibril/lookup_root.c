@@ -329,15 +329,19 @@ static int open_inline(lk_root_t *r, const char *path, struct open_how *how,
 		return 1;
 	struct open_how h = *how;
 	h.resolve |= RESOLVE_CACHED | RESOLVE_NO_XDEV;
+	h.flags = async__open_nowait_flags(h.flags);
 	long fd = syscall(SYS_openat2, r->fd, path, &h, sizeof(h));
 	if (fd < 0)
-		return errno == EAGAIN || errno == EXDEV ? 1 : -errno;
+		return errno == EAGAIN || errno == EXDEV ||
+		       (errno == ENXIO && !(how->flags & O_NONBLOCK)) ? 1 : -errno;
 	async__fd_forget(fd);
 	int rc = lk__fstatx((int)fd, STATX_BASIC_STATS, &out->stx);
 	if (rc < 0) {
 		close((int)fd);
 		return rc;
 	}
+	if (async__open_nowait_keep((int)fd, how->flags, out->stx.stx_mode))
+		return 1;
 	out->fd = (int)fd;
 	lk__st.opens_inline++;
 	return 0;

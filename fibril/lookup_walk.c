@@ -473,11 +473,17 @@ static int walk_inline(lk_root_t *r, const char *relpath,
 		free(b.p);
 		return 1;
 	}
+	uint64_t asked = how.flags;
+	how.flags = async__open_nowait_flags(how.flags);
 	long fd = syscall(SYS_openat2, r->fd, sb_str(&b), &how, sizeof(how));
 	async__fd_forget(fd);
-	if (fd < 0 || lk__fstatx((int)fd, STATX_BASIC_STATS,
-				 &out->file.stx) < 0 ||
-	    !(out->path = strdup(b.len ? b.p : ""))) {
+	if (fd >= 0 && lk__fstatx((int)fd, STATX_BASIC_STATS, &out->file.stx) < 0) {
+		close((int)fd);
+		fd = -1;
+	} else if (fd >= 0 && async__open_nowait_keep((int)fd, asked, out->file.stx.stx_mode)) {
+		fd = -1;        /* (closed by it) */
+	}
+	if (fd < 0 || !(out->path = strdup(b.len ? b.p : ""))) {
 		if (fd >= 0)
 			close((int)fd);
 		free(b.p);

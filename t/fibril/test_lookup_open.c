@@ -243,6 +243,116 @@ START_TEST(callback_style_inline)
 }
 END_TEST
 
+/* Opens the FIFO for writing once an open for reading waits on a
+ * backend (ENXIO until then), from a fibril of its own. */
+static void fifo_writer(void *arg)
+{
+	char p[512];
+	uint64_t until = fibril_now_ns() + 5000000000ull;
+
+	snprintf(p, sizeof(p), "%s/pipe", tl_dir);
+	for (;;) {
+		int fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			*(int *)arg = fd;
+			return;
+		}
+		ck_assert_int_eq(errno, ENXIO);
+		ck_assert_msg(fibril_now_ns() < until, "no reader came");
+		fibril_park_until(fibril_now_ns() + 1000000);
+	}
+}
+
+struct fifo_res { int calls, res, fd; mode_t mode; };
+
+static void fifo_record(void *arg, int res, const struct lk_file *f)
+{
+	struct fifo_res *r = arg;
+
+	r->calls++;
+	r->res = res;
+	if (res == 0) {
+		r->fd = f->fd;
+		r->mode = f->stx.stx_mode;
+	}
+}
+
+static void fifo_lookup_record(void *arg, int res, struct lk_lookup *l)
+{
+	if (res == 0) {
+		struct lk_lookup own = *l;
+		fifo_record(arg, res, &own.file);
+		own.file.fd = -1;       /* kept by the test */
+		lk_lookup_release(&own);
+	} else {
+		fifo_record(arg, res, NULL);
+	}
+}
+
+/* An open that may wait in the file system's ->open (a FIFO for its
+ * writer) never waits on the caller's thread: lk_open_start(),
+ * lk_lookup_start() and fibril_openat2() hand it to a backend. A regular
+ * file still opens inline, without the O_NONBLOCK of that try. */
+static void fifo_fibril(void *arg)
+{
+	(void)arg;
+	char p[512];
+	snprintf(p, sizeof(p), "%s/pipe", tl_dir);
+	ck_assert_int_eq(mkfifo(p, 0600), 0);
+
+	struct lk_file f;
+	ck_assert_int_eq(lk_open_start(root, "file", O_RDONLY, NULL, &f,
+				       (lk_open_cb)abort, NULL, NULL), 0);
+	ck_assert_int_eq(fcntl(f.fd, F_GETFL) & O_NONBLOCK, 0);
+	close(f.fd);
+
+	for (int way = 0; way < 3; way++) {
+		int wfd = -1, rfd = -1;
+		struct fifo_res r = { 0, 0, -1, 0 };
+		ck_assert_int_eq(fibril_create(NULL, fifo_writer, &wfd, "writer"), 0);
+		if (way == 0) {
+			ck_assert_int_eq(lk_open_start(root, "pipe", O_RDONLY, NULL, &f,
+						       fifo_record, &r, NULL), 1);
+		} else if (way == 1) {
+			struct lk_lookup_opts o = { .flags = LK_LOOKUP_STOP_SYMLINK,
+						    .oflags = O_RDONLY };
+			struct lk_lookup l;
+			ck_assert_int_eq(lk_lookup_start(root, "pipe", &o, &l,
+							 fifo_lookup_record, &r,
+							 NULL), 1);
+		} else {
+			struct open_how how = { .flags = O_RDONLY | O_CLOEXEC };
+			int dfd = open(tl_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			ck_assert_int_ge(dfd, 0);
+			r.fd = (int)fibril_openat2(dfd, "pipe", &how);
+			close(dfd);
+			ck_assert_int_ge(r.fd, 0);
+			r.calls = 1;
+			struct stat st;
+			ck_assert_int_eq(fstat(r.fd, &st), 0);
+			r.mode = st.st_mode;
+		}
+		while (!r.calls || wfd < 0)
+			fibril_yield();
+		ck_assert_int_eq(r.res, 0);
+		rfd = r.fd;
+		ck_assert_msg(S_ISFIFO(r.mode), "way %d: mode %o", way, r.mode);
+		/* opened as asked: reads wait */
+		ck_assert_int_eq(fcntl(rfd, F_GETFL) & O_NONBLOCK, 0);
+		ck_assert_int_eq(write(wfd, "x", 1), 1);
+		char c;
+		ck_assert_int_eq(read(rfd, &c, 1), 1);
+		close(wfd);
+		close(rfd);
+	}
+}
+
+START_TEST(fifo_opens_on_a_backend)
+{
+	tl_run_fibril(fifo_fibril, NULL);
+}
+END_TEST
+
 START_TEST(scan_dir_escapes)
 {
 	static const struct { const char *path; int err; } cases[] = {
@@ -280,6 +390,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cancelled_group_refuses);
 	tcase_add_test(tc, callback_style_inline);
 	tcase_add_test(tc, scan_dir_escapes);
+	tcase_add_test(tc, fifo_opens_on_a_backend);
 	suite_add_tcase(s, tc);
 	return s;
 }

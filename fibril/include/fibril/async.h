@@ -113,7 +113,9 @@ FIBRIL_API const struct async_call_info *async_call_info(long call);
  *   a relative path from a dirfd known to be on a local file system,
  *   with RESOLVE_NO_XDEV added; never with O_CREAT, O_TRUNC or
  *   O_TMPFILE, with a size other than sizeof(struct open_how), or for a
- *   lookup made with a credential handle (lookup.h).
+ *   lookup made with a credential handle (lookup.h). What it finds is
+ *   kept only when it is a regular file or a directory: the open of a
+ *   FIFO or a device, which may wait, is made again on a backend.
  * Returns > 0: pending; the value is a cookie, also stored in *result
  *   until completion overwrites *result with the call's return value.
  * When the number in flight reaches the engine's parallelism limit, the
