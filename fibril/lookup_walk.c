@@ -495,6 +495,16 @@ static int walk_inline(lk_root_t *r, const char *relpath,
 	return 0;
 }
 
+/* A path that must name a directory: one ending in "/" or "/." (the
+ * walk drops empty and "." components, the kernel would not). */
+static bool w_wants_dir(const char *relpath)
+{
+	size_t n = strlen(relpath);
+
+	return n && (relpath[n - 1] == '/' ||
+		     (relpath[n - 1] == '.' && (n == 1 || relpath[n - 2] == '/')));
+}
+
 /* 0 done (*out), 1 pending (*opp), or -errno. */
 static int walk_start(lk_root_t *r, const char *relpath,
 		      const struct lk_lookup_opts *o, struct lk_lookup *out,
@@ -502,6 +512,17 @@ static int walk_start(lk_root_t *r, const char *relpath,
 {
 	if (o->group && o->group->cancelled)
 		return -ECANCELED;
+	/* What lk_open() would answer for the path as written. */
+	if (relpath[0] == '/' && (lk__resolve_flags(r) & RESOLVE_BENEATH))
+		return -EXDEV;
+	struct lk_lookup_opts dir_opts;
+	if (w_wants_dir(relpath)) {
+		if (o->oflags & O_CREAT)
+			return -EISDIR;
+		dir_opts = *o;
+		dir_opts.oflags |= O_DIRECTORY;
+		o = &dir_opts;
+	}
 	if (walk_inline(r, relpath, o, out) == 0)
 		return 0;
 	size_t len = strlen(relpath);

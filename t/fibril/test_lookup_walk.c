@@ -308,6 +308,59 @@ START_TEST(stop_in_fibril)
 }
 END_TEST
 
+/* With options a path gets the answers lk_open() gives it: an absolute
+ * one is refused, and one ending in "/" or "/." must be a directory. */
+static void check_as_open(void)
+{
+	static const struct { const char *path; int err; } cases[] = {
+		{ "/dir", -EXDEV }, { "/dir/sub/file", -EXDEV },
+		{ "dir/sub/file/", -ENOTDIR }, { "dir/sub/file/.", -ENOTDIR },
+		{ "dir/sub/file//", -ENOTDIR },
+		{ "dir/", 0 }, { "dir/sub/.", 0 }, { "dir//sub/", 0 },
+		{ "dir/sub/file", 0 },
+	};
+	static const unsigned flags[] = { LK_LOOKUP_NOCASE, LK_LOOKUP_STOP_SYMLINK,
+					  LK_LOOKUP_NOCASE | LK_LOOKUP_STOP_SYMLINK };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct lk_file f;
+		int rc = lk_open(root, cases[i].path, O_RDONLY, NULL, &f);
+		if (rc == 0)
+			close(f.fd);
+		ck_assert_msg(rc == cases[i].err, "lk_open %s: %d", cases[i].path, rc);
+		for (size_t k = 0; k < sizeof(flags) / sizeof(*flags); k++) {
+			struct lk_lookup_opts o = { .oflags = O_RDONLY, .flags = flags[k] };
+			struct lk_lookup l;
+			struct statx stx;
+			rc = lk_lookup(root, cases[i].path, &o, &l);
+			if (rc == 0)
+				lk_lookup_release(&l);
+			ck_assert_msg(rc == cases[i].err, "lk_lookup %s, flags %u: %d",
+				      cases[i].path, flags[k], rc);
+			rc = lk_stat(root, cases[i].path, &o, &stx);
+			ck_assert_msg(rc == cases[i].err, "lk_stat %s, flags %u: %d",
+				      cases[i].path, flags[k], rc);
+		}
+	}
+	struct lk_lookup_opts o = { .oflags = O_RDWR | O_CREAT, .flags = LK_LOOKUP_NOCASE };
+	struct lk_lookup l;
+	ck_assert_int_eq(lk_lookup(root, "newdir/", &o, &l), -EISDIR);
+}
+
+static void as_open_fibril(void *arg)
+{
+	(void)arg;
+	check_as_open();
+}
+
+START_TEST(paths_as_open)
+{
+	nocase_tree();
+	check_as_open();
+	tl_run_fibril(as_open_fibril, NULL);
+}
+END_TEST
+
 /* Callback-style, pending then cancelled. */
 struct cbres {
 	int calls, res, stopped;
@@ -398,6 +451,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, stop_without_engine);
 	tcase_add_test(tc, stop_in_fibril);
 	tcase_add_test(tc, callback_style);
+	tcase_add_test(tc, paths_as_open);
 	suite_add_tcase(s, tc);
 	return s;
 }
