@@ -193,7 +193,8 @@ int async__open_nowait_keep(int fd, unsigned long long flags, unsigned mode)
 {
 	struct stat st;
 
-	if (flags & (O_PATH | O_DIRECTORY))
+	/* (asked for O_NONBLOCK: the open could not wait, whatever it found) */
+	if (flags & (O_PATH | O_DIRECTORY | O_NONBLOCK))
 		return 0;
 	if (!mode) {
 		if (fstat(fd, &st) < 0) {
@@ -208,7 +209,7 @@ int async__open_nowait_keep(int fd, unsigned long long flags, unsigned mode)
 	}
 	/* (on a regular file it would make io_uring's reads fail with
 	 * -EAGAIN instead of waiting) */
-	if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, (int)flags & ~O_NONBLOCK) < 0) {
+	if (fcntl(fd, F_SETFL, (int)flags) < 0) {
 		close(fd);
 		return 1;
 	}

@@ -29,9 +29,10 @@ void async__close_fd(int fd);
 /* An inline open must not wait in the file system's ->open either (a
  * FIFO for its other end, a terminal for its carrier): it is made with
  * async__open_nowait_flags(@flags), and async__open_nowait_keep() then
- * keeps a regular file or directory, with @flags' own O_NONBLOCK
- * (0), or closes anything else (1: go to a backend, which opens it
- * as asked). @mode: the file's, or 0 to have it fstat'ed. */
+ * keeps a regular file or directory, without the O_NONBLOCK @flags did
+ * not ask for (0), or closes anything else (1: go to a backend, which
+ * opens it as asked). What was opened as asked is kept as it is.
+ * @mode: the file's, or 0 to have it fstat'ed. */
 unsigned long long async__open_nowait_flags(unsigned long long flags);
 int async__open_nowait_keep(int fd, unsigned long long flags, unsigned mode);
 

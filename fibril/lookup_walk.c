@@ -517,10 +517,14 @@ static int walk_start(lk_root_t *r, const char *relpath,
 		return -EXDEV;
 	struct lk_lookup_opts dir_opts;
 	if (w_wants_dir(relpath)) {
-		if (o->oflags & O_CREAT)
+		/* (open(2): creating "name/" is EISDIR; "name/." names a
+		 * directory that exists, or nothing) */
+		if ((o->oflags & O_CREAT) && relpath[strlen(relpath) - 1] == '/')
 			return -EISDIR;
 		dir_opts = *o;
-		dir_opts.oflags |= O_DIRECTORY;
+		/* A link before a final slash is followed, as the kernel
+		 * does: O_NOFOLLOW would refuse it. */
+		dir_opts.oflags = (o->oflags | O_DIRECTORY) & ~(O_NOFOLLOW | O_CREAT | O_EXCL);
 		o = &dir_opts;
 	}
 	if (walk_inline(r, relpath, o, out) == 0)

@@ -35,9 +35,10 @@ struct proto_cond_req {
  *     last_modified > date -> 412 (invalid dates are ignored, 13.1.4).
  *  3. If-None-Match present: true for any tag (weak compare) or "*"
  *     -> 304 for GET/HEAD, 412 otherwise.
- *  4. else If-Modified-Since, GET/HEAD, valid date:
- *     last_modified <= date -> 304 (invalid dates are ignored, 13.1.3).
- * @now is the server's current time, for the century of RFC 850 dates.
+ *  4. else If-Modified-Since, GET/HEAD, valid date not later than @now:
+ *     last_modified <= date -> 304 (invalid dates are ignored, 13.1.3;
+ *     a later one, which only a wrong clock sends, too).
+ * @now is the server's current time: also the century of RFC 850 dates.
  * If-Range is separate (proto_cond_if_range), as it only decides
  * whether Range applies.
  */

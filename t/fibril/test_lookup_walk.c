@@ -345,6 +345,15 @@ static void check_as_open(void)
 	struct lk_lookup_opts o = { .oflags = O_RDWR | O_CREAT, .flags = LK_LOOKUP_NOCASE };
 	struct lk_lookup l;
 	ck_assert_int_eq(lk_lookup(root, "newdir/", &o, &l), -EISDIR);
+	ck_assert_int_eq(lk_lookup(root, "missing/.", &o, &l), -ENOENT);
+	/* a link before a final slash is followed, even under O_NOFOLLOW */
+	o = (struct lk_lookup_opts){ .oflags = O_PATH | O_NOFOLLOW,
+				     .flags = LK_LOOKUP_NOCASE };
+	struct statx stx;
+	ck_assert_int_eq(lk_stat(root, "ldir/", &o, &stx), 0);
+	ck_assert(S_ISDIR(stx.stx_mode));
+	ck_assert_int_eq(lk_stat(root, "ldir", &o, &stx), 0);
+	ck_assert(S_ISLNK(stx.stx_mode));
 }
 
 static void as_open_fibril(void *arg)
@@ -356,6 +365,7 @@ static void as_open_fibril(void *arg)
 START_TEST(paths_as_open)
 {
 	nocase_tree();
+	tl_symlink("dir", "ldir");
 	check_as_open();
 	tl_run_fibril(as_open_fibril, NULL);
 }

@@ -414,7 +414,10 @@ FIBRIL_API void lk_lookup_release(struct lk_lookup *l);
  * user of o->cred). With them the path is walked component by component
  * on a pool thread (each component openat2(RESOLVE_BENEATH) from the root,
  * so ".." and escapes behave as in lk_open()). Returns 0 and *out (also
- * when stopped at a symlink: out->stopped), or -errno as lk_open().
+ * when stopped at a symlink: out->stopped), or -errno as lk_open(): an
+ * absolute path is -EXDEV, a final "/" or "/." asks for a directory
+ * (through a link, even under O_NOFOLLOW). On a LK_SYMLINKS_FOLLOW_ANY
+ * root the walk still starts at the root: a leading "/" is skipped.
  * Case-insensitive rules (LK_LOOKUP_NOCASE): a name as written wins; else
  * a per-root cache of (directory dev+inode, fold) -> on-disk name,
  * confirmed by opening it; else the directory is read (under o->cred:
