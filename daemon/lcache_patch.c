@@ -10,10 +10,11 @@
  * own, read before the listing is used. A name that may now lead to
  * another inode (made, moved in, or its inode gone) is watched again,
  * and the watch linked, before its stat, as a fill watches its names;
- * a name whose stat comes back ENOENT leaves the records. Events on the directory itself (its
- * attributes, its removal), a queue overflow or a mount change still
- * drop the listing (lcache.c), and so does anything a fill would not
- * keep (a symlink whose target is shown, a mount point, a failed stat).
+ * a name whose stat comes back ENOENT leaves the records. Events on the
+ * directory itself (its attributes, its removal), a queue overflow or a
+ * mount change still drop the listing (lcache.c), and so does anything
+ * a fill would not keep (a symlink whose target is shown, a mount
+ * point, a failed stat).
  */
 
 #include "daemon/lcache_int.h"
