@@ -60,6 +60,15 @@ static long read_names(struct lcw_job *j)
 		j->names++;
 	}
 	closedir(dir);
+	/* The arena is kept with the entry: a directory of a few names
+	 * should not hold the 64 KiB it started with. */
+	if (rc == 0 && j->arena && j->alen < j->acap) {
+		char *v = realloc(j->arena, j->alen ? j->alen : 1);
+		if (v) {
+			j->arena = v;
+			j->acap = j->alen ? j->alen : 1;
+		}
+	}
 	return rc;
 }
 

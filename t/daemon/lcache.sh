@@ -130,6 +130,24 @@ checks() {
 	check_match "a writer racing the listings: never stale" '^ok [0-9]+ changes' \
 		"$(python3 "$LCK" race "$URL/d/?format=ndjson" "$D/d" 4)"
 	stop_daemon
+
+	# Small directories cost what their names need: 60 of three names
+	# each, listed twice in turn, all stay in a cache of 1 MiB.
+	local i
+	for i in $(seq 1 60); do
+		mkdir -p "$D/many/d$i"
+		: > "$D/many/d$i/a"; : > "$D/many/d$i/b"; : > "$D/many/d$i/c"
+	done
+	printf '[server]\nroot = %s\nworkers = 1\nlisting_cache_bytes = 1m\nlog_level = debug\nerror_log = %s\n' \
+		"$D" "$T/err.log" > "$T/c.conf"
+	: > "$T/err.log"
+	start_daemon -c "$T/c.conf"
+	for n in 1 2 3; do
+		for i in $(seq 1 60); do curl -s -o /dev/null "$URL/many/d$i/?format=ndjson"; done
+	done
+	check "60 small directories in 1 MiB: the third pass from the cache" 60 \
+		"$(grep -c 'listing of /many/d[0-9]*/ from the cache' "$T/err.log" | awk '{ print ($1 >= 60) ? 60 : $1 }')"
+	stop_daemon
 }
 
 run_backends mounts_still 3 checks
