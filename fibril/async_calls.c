@@ -169,8 +169,7 @@ static bool async__try_open_cached(const unsigned long *a, long *res)
 	long r = async__ret(syscall(SYS_openat2, (int)a[0], path, &h, sizeof(h)));
 	if ((r == -EAGAIN && cached_own) || (r == -EXDEV && xdev_own))
 		return false;
-	/* a FIFO's other end may never come: that one waits on a backend */
-	if (r == -ENXIO && !(asked & O_NONBLOCK))
+	if (async__open_nowait_refused(r, asked))
 		return false;
 	if (r >= 0 && async__open_nowait_keep((int)r, asked, 0)) {
 		async__fd_forget(r);

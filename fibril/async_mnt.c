@@ -189,6 +189,11 @@ unsigned long long async__open_nowait_flags(unsigned long long flags)
 	return flags & (O_PATH | O_DIRECTORY) ? flags : flags | O_NONBLOCK;
 }
 
+bool async__open_nowait_refused(long err, unsigned long long flags)
+{
+	return err == -ENXIO && !(flags & (O_PATH | O_DIRECTORY | O_NONBLOCK));
+}
+
 int async__open_nowait_keep(int fd, unsigned long long flags, unsigned mode)
 {
 	struct stat st;

@@ -34,6 +34,9 @@ void async__close_fd(int fd);
  * opens it as asked). What was opened as asked is kept as it is.
  * @mode: the file's, or 0 to have it fstat'ed. */
 unsigned long long async__open_nowait_flags(unsigned long long flags);
+/* Whether the try's failure @err came from the O_NONBLOCK it added
+ * (a FIFO with no reader yet: ENXIO), so that a backend must open it. */
+bool async__open_nowait_refused(long err, unsigned long long flags);
 int async__open_nowait_keep(int fd, unsigned long long flags, unsigned mode);
 
 #endif

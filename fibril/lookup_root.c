@@ -333,7 +333,7 @@ static int open_inline(lk_root_t *r, const char *path, struct open_how *how,
 	long fd = syscall(SYS_openat2, r->fd, path, &h, sizeof(h));
 	if (fd < 0)
 		return errno == EAGAIN || errno == EXDEV ||
-		       (errno == ENXIO && !(how->flags & O_NONBLOCK)) ? 1 : -errno;
+		       async__open_nowait_refused(-errno, how->flags) ? 1 : -errno;
 	async__fd_forget(fd);
 	int rc = lk__fstatx((int)fd, STATX_BASIC_STATS, &out->stx);
 	if (rc < 0) {
